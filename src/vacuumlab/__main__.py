@@ -1,0 +1,3 @@
+from vacuumlab.cli import main
+
+main()

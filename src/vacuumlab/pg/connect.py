@@ -1,0 +1,151 @@
+"""The one place that opens sessions to a PostgreSQL server.
+
+Every session carries ``application_name``, a ``statement_timeout`` and a ``lock_timeout``
+from its first statement (they travel in the startup packet, so no extra round trip), and an
+inspecting session is read-only: ``default_transaction_read_only`` makes every implicit
+transaction read-only, so a bug cannot write to a user's database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.pg import queries
+from vacuumlab.stats.model import ServerInfo
+
+APPLICATION_NAME = "vacuumlab"
+MIN_VERSION_NUM = 130000
+T = TypeVar("T")
+#: Statement text as psycopg takes it: a plain string or a composed, quoted statement.
+Query = str | sql.SQL | sql.Composed
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """Limits for every statement of a session, in milliseconds."""
+
+    statement_ms: int = 5000
+    lock_ms: int = 100
+    connect_s: int = 5
+
+
+@dataclass
+class Session:
+    """An open connection, what it learnt of its server, and how many statements it ran."""
+
+    conn: psycopg.Connection[Any]
+    info: ServerInfo
+    dsn: str
+    statements: int = field(default=0)
+
+    def fetch(self, name: str, record: type[T], params: Sequence[Any] | None = None) -> list[T]:
+        """Run question ``name`` in the version its server needs; rows become ``record``."""
+        text = queries.get(name, self.info.version_num)
+        if text is None:
+            raise VersionTooOld(name, self.info.version_num)
+        return self.query(text, record, params)
+
+    def query(self, query: Query, record: type[T], params: Sequence[Any] | None = None) -> list[T]:
+        with self.conn.cursor(row_factory=class_row(record)) as cur:
+            self.statements += 1
+            cur.execute(query, params)
+            return cur.fetchall()
+
+    def execute(self, query: Query, params: Sequence[Any] | None = None) -> None:
+        self.statements += 1
+        self.conn.execute(query, params)
+
+    def scalar(self, query: Query, params: Sequence[Any] | None = None) -> Any:
+        self.statements += 1
+        row = self.conn.execute(query, params).fetchone()
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class VersionTooOld(VacuumlabError):
+    """The question has no SQL for this server version."""
+
+    def __init__(self, name: str, version_num: int) -> None:
+        need = queries.versions(name)[0]
+        super().__init__(
+            f"{name} needs PostgreSQL {need // 10000}; the server is {version_num // 10000}"
+        )
+
+
+def connect(
+    dsn: str,
+    *,
+    read_only: bool = True,
+    timeouts: Timeouts = Timeouts(),
+    application_name: str = APPLICATION_NAME,
+) -> Session:
+    """Open an autocommit session and learn its server, or raise a one-line VacuumlabError."""
+    options = f"-c statement_timeout={timeouts.statement_ms} -c lock_timeout={timeouts.lock_ms}"
+    if read_only:
+        options += " -c default_transaction_read_only=on"
+    try:
+        conn = psycopg.connect(
+            dsn,
+            autocommit=True,
+            application_name=application_name,
+            options=options,
+            connect_timeout=timeouts.connect_s,
+        )
+    except psycopg.ProgrammingError as exc:  # a malformed DSN
+        raise VacuumlabError(f"invalid connection string: {first_line(exc)}") from None
+    except psycopg.OperationalError as exc:
+        raise VacuumlabError(f"cannot connect to {redact(dsn)}: {first_line(exc)}") from None
+    try:
+        info = _server_info(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return Session(conn=conn, info=info, dsn=dsn, statements=1)
+
+
+def _server_info(conn: psycopg.Connection[Any]) -> ServerInfo:
+    version_num = conn.info.server_version
+    if version_num < MIN_VERSION_NUM:
+        raise VacuumlabError(
+            f"PostgreSQL {version_num // 10000} is not supported; vacuumlab needs 13 or later"
+        )
+    text = queries.get("server_info", version_num)
+    assert text is not None
+    with conn.cursor(row_factory=class_row(ServerInfo)) as cur:
+        cur.execute(text)
+        row = cur.fetchone()
+    assert row is not None
+    return row
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an error: libpq messages run over several."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+_PASSWORD = re.compile(r"(password\s*=\s*)(\S+)|(://[^:/@]*:)([^@]*)(@)", re.IGNORECASE)
+
+
+def redact(dsn: str) -> str:
+    """The DSN with any password replaced, fit to print."""
+    return _PASSWORD.sub(
+        lambda m: f"{m[1]}***" if m[1] else f"{m[3]}***{m[5]}",
+        dsn,
+    )

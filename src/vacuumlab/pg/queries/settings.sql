@@ -1,0 +1,16 @@
+-- Every setting vacuum and autovacuum depend on, as the server reports it (13+).
+SELECT name, setting, unit, vartype, source, context, pending_restart
+  FROM pg_settings
+ WHERE name ~ 'vacuum'
+    OR name IN ('track_counts', 'maintenance_work_mem', 'shared_buffers', 'effective_cache_size',
+                'effective_io_concurrency', 'maintenance_io_concurrency', 'io_combine_limit',
+                'max_worker_processes', 'max_parallel_maintenance_workers',
+                'old_snapshot_threshold', 'hot_standby_feedback', 'max_standby_streaming_delay',
+                'idle_in_transaction_session_timeout', 'transaction_timeout',
+                'statement_timeout', 'max_prepared_transactions', 'max_connections',
+                'checkpoint_timeout', 'max_wal_size', 'wal_level', 'full_page_writes',
+                'wal_compression', 'track_io_timing', 'track_wal_io_timing',
+                'track_cost_delay_timing', 'default_statistics_target', 'block_size',
+                'bgwriter_delay', 'bgwriter_lru_maxpages', 'bgwriter_lru_multiplier',
+                'stats_fetch_consistency', 'lock_timeout')
+ ORDER BY name

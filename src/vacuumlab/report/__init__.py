@@ -1,0 +1,1 @@
+"""Pure renderers: they read the model and the results store, never a server."""

@@ -1,0 +1,1 @@
+"""Typed, frozen records built from server rows, and the snapshot that collects them."""

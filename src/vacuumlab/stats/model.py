@@ -1,0 +1,310 @@
+"""The versioned snapshot model: the only contract between collecting and presenting.
+
+Every record is frozen and validated. A field that only some server versions provide is
+``None`` on the others; its docstring names the first version that has it. The whole
+snapshot round-trips through JSON (:meth:`Snapshot.dump_json`, :func:`load_snapshot`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vacuumlab.errors import VacuumlabError
+
+#: Bumped whenever a field is removed or changes meaning; adding an optional field is not.
+SCHEMA_VERSION = 1
+KIND: Final = "vacuumlab.snapshot"
+
+
+class Record(BaseModel):
+    """Base of every record: immutable, and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerInfo(Record):
+    """What a session learns about its server once, when it connects."""
+
+    version_num: int
+    version: str
+    database: str
+    user: str
+    is_superuser: bool
+    in_recovery: bool
+    block_size: int
+    can_read_all_stats: bool = Field(
+        description="superuser or member of pg_read_all_stats (pg_monitor includes it)"
+    )
+    extensions: frozenset[str]
+    #: ``view.column`` for the statistics views and catalogs vacuumlab reads.
+    columns: frozenset[str]
+
+    @property
+    def major(self) -> int:
+        return self.version_num // 10000
+
+    def has_column(self, view: str, column: str) -> bool:
+        return f"{view}.{column}" in self.columns
+
+
+class Setting(Record):
+    """One row of ``pg_settings`` that vacuum depends on."""
+
+    name: str
+    setting: str
+    unit: str | None
+    vartype: str
+    source: str
+    context: str
+    pending_restart: bool
+
+
+class Relation(Record):
+    """A heap or TOAST relation with its catalog entry and cumulative statistics."""
+
+    oid: int
+    schema_name: str
+    name: str
+    kind: Literal["r", "m", "t"]
+    toast_of: int | None = Field(description="for a TOAST relation, the oid of its table")
+    reltuples: float
+    relpages: int
+    relallvisible: int
+    relallfrozen: int | None = Field(description="PostgreSQL 18+")
+    n_live_tup: int | None
+    n_dead_tup: int | None
+    n_ins_since_vacuum: int | None
+    n_mod_since_analyze: int | None
+    n_tup_ins: int | None
+    n_tup_upd: int | None
+    n_tup_del: int | None
+    n_tup_hot_upd: int | None
+    n_tup_newpage_upd: int | None = Field(description="PostgreSQL 16+")
+    last_vacuum: datetime | None
+    last_autovacuum: datetime | None
+    last_analyze: datetime | None
+    last_autoanalyze: datetime | None
+    vacuum_count: int | None
+    autovacuum_count: int | None
+    analyze_count: int | None
+    autoanalyze_count: int | None
+    total_vacuum_time_ms: float | None = Field(description="PostgreSQL 18+")
+    total_autovacuum_time_ms: float | None = Field(description="PostgreSQL 18+")
+    total_analyze_time_ms: float | None = Field(description="PostgreSQL 18+")
+    total_autoanalyze_time_ms: float | None = Field(description="PostgreSQL 18+")
+    heap_bytes: int | None = Field(description="main fork; None when the relation was locked")
+    index_bytes: int | None
+    toast_bytes: int | None = Field(description="TOAST table with its index; heaps only")
+    n_indexes: int
+    reloptions: dict[str, str]
+    frozenxid_age: int | None
+    minmxid_age: int | None
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema_name}.{self.name}"
+
+
+class Table(Record):
+    """A table: its heap and, when it has one, its TOAST relation, each with its own stats."""
+
+    heap: Relation
+    toast: Relation | None
+
+
+class IoRow(Record):
+    """One row of ``pg_stat_io`` (PostgreSQL 16+); bytes are computed on 16 and 17."""
+
+    backend_type: str
+    object: str
+    context: str
+    reads: int | None
+    read_bytes: int | None
+    read_time_ms: float | None
+    writes: int | None
+    write_bytes: int | None
+    write_time_ms: float | None
+    writebacks: int | None
+    extends: int | None
+    extend_bytes: int | None
+    hits: int | None
+    evictions: int | None
+    reuses: int | None
+    fsyncs: int | None
+
+
+class Checkpointer(Record):
+    """Checkpoint counters: ``pg_stat_checkpointer`` (17+) or ``pg_stat_bgwriter`` before."""
+
+    num_timed: int
+    num_requested: int
+    write_time_ms: float
+    sync_time_ms: float
+    buffers_written: int
+
+
+class Bgwriter(Record):
+    """Background writer counters; ``buffers_backend`` only exists before PostgreSQL 17."""
+
+    buffers_clean: int
+    maxwritten_clean: int
+    buffers_alloc: int
+    buffers_backend: int | None
+
+
+class Wal(Record):
+    """WAL position and, from PostgreSQL 14, the ``pg_stat_wal`` counters."""
+
+    lsn: str | None = Field(description="insert position; None on a standby")
+    wal_records: int | None
+    wal_fpi: int | None
+    wal_bytes: int | None
+    wal_buffers_full: int | None
+
+
+class XidState(Record):
+    """Transaction id counters, read without assigning an xid."""
+
+    next_xid: int = Field(description="full 64-bit id the next transaction will get")
+
+
+class Database(Record):
+    """Per-database freeze ages, for wraparound."""
+
+    name: str
+    frozenxid_age: int
+    minmxid_age: int
+    allow_connections: bool
+
+
+class Backend(Record):
+    """A backend that holds an xid or a snapshot, and so holds back the xmin horizon."""
+
+    pid: int
+    backend_type: str | None
+    database: str | None
+    user_name: str | None
+    application_name: str | None
+    state: str | None
+    backend_xid: int | None
+    backend_xmin: int | None
+    xmin_age: int | None
+    xact_start: datetime | None
+    query_start: datetime | None
+    state_change: datetime | None
+    wait_event: str | None
+    query: str | None
+
+
+class ReplicationSlot(Record):
+    """A replication slot with the horizons it pins."""
+
+    slot_name: str
+    slot_type: str
+    database: str | None
+    active: bool
+    xmin: int | None
+    xmin_age: int | None
+    catalog_xmin: int | None
+    catalog_xmin_age: int | None
+
+
+class PreparedXact(Record):
+    """A prepared (two-phase) transaction: it holds the horizon until committed."""
+
+    gid: str
+    xid: int
+    xid_age: int
+    prepared: datetime
+    owner: str
+    database: str
+
+
+class VacuumProgress(Record):
+    """A vacuum running now (``pg_stat_progress_vacuum``)."""
+
+    pid: int
+    database: str
+    relid: int
+    relation: str | None
+    is_autovacuum: bool
+    phase: str
+    started: datetime | None
+    heap_blks_total: int
+    heap_blks_scanned: int
+    heap_blks_vacuumed: int
+    index_vacuum_count: int
+    dead_tuples: int | None = Field(description="num_dead_tuples before 17, num_dead_item_ids")
+    indexes_total: int | None = Field(description="PostgreSQL 17+")
+    indexes_processed: int | None = Field(description="PostgreSQL 17+")
+    delay_time_ms: float | None = Field(description="PostgreSQL 18+, with track_cost_delay_timing")
+
+
+class ProbeNote(Record):
+    """Why a probe gave nothing: a missing privilege, a timeout, an old server."""
+
+    probe: str
+    reason: str
+    fix: str | None = None
+
+
+class Snapshot(Record):
+    """Everything vacuum depends on, collected from one server at one moment."""
+
+    kind: Literal["vacuumlab.snapshot"] = KIND
+    schema_version: int = SCHEMA_VERSION
+    vacuumlab_version: str
+    taken_at: datetime
+    server: ServerInfo
+    settings: list[Setting] = []
+    tables: list[Table] = []
+    io: list[IoRow] = []
+    checkpointer: Checkpointer | None = None
+    bgwriter: Bgwriter | None = None
+    wal: Wal | None = None
+    xids: XidState | None = None
+    databases: list[Database] = []
+    backends: list[Backend] = []
+    slots: list[ReplicationSlot] = []
+    prepared: list[PreparedXact] = []
+    vacuums: list[VacuumProgress] = []
+    notes: list[ProbeNote] = []
+
+    def setting(self, name: str) -> Setting | None:
+        return next((s for s in self.settings if s.name == name), None)
+
+    def dump_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+def load_snapshot(path: Path) -> Snapshot:
+    """Read a saved snapshot, with a one-line error for anything that is not one."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise VacuumlabError(f"{path} is not a vacuumlab snapshot (not JSON)") from None
+    return parse_snapshot(raw, str(path))
+
+
+def parse_snapshot(raw: object, origin: str) -> Snapshot:
+    if not isinstance(raw, dict) or raw.get("kind") != KIND:
+        raise VacuumlabError(f"{origin} is not a vacuumlab snapshot (no kind {KIND!r})")
+    version = raw.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise VacuumlabError(
+            f"{origin} has snapshot schema {version!r}; this vacuumlab reads up to "
+            f"{SCHEMA_VERSION}: upgrade vacuumlab"
+        )
+    try:
+        return Snapshot.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise VacuumlabError(f"{origin} is a damaged snapshot: {where}: {first['msg']}") from None

@@ -1,0 +1,523 @@
+"""The results store: one SQLite file holding runs, measurement points and time series.
+
+The store is append-only. A point, once recorded, is never changed; a run changes only its
+status, end time and note (via `Store.finish_run`). Each point is written together with its
+series in one transaction, so an interrupted process never leaves half a point behind, and a
+resumed study can skip exactly the points `Store.done` reports.
+
+The file is in WAL mode so a report can read it while a study is still writing.
+See docs/store.md for the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import socket
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, Literal, cast
+
+from vacuumlab import __version__
+from vacuumlab.errors import VacuumlabError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 5.0
+
+RunStatus = Literal["running", "done", "failed", "interrupted"]
+Metric = float | int | str | None
+Sample = tuple[float, float | None]
+
+# An immutable default, so the signature can say "no series" without a mutable `{}`.
+_NO_SERIES: Mapping[str, Sequence[Sample]] = MappingProxyType({})
+
+_TABLES = ("meta", "runs", "points", "series")
+
+_SCHEMA = (
+    """CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value NOT NULL
+    )""",
+    """CREATE TABLE runs (
+        id                INTEGER PRIMARY KEY,
+        study             TEXT NOT NULL,
+        params            TEXT NOT NULL,
+        server_version    TEXT NOT NULL,
+        settings          TEXT NOT NULL,
+        machine           TEXT NOT NULL,
+        vacuumlab_version TEXT NOT NULL,
+        started_at        TEXT NOT NULL,
+        ended_at          TEXT,
+        status            TEXT NOT NULL
+                          CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
+        note              TEXT
+    )""",
+    "CREATE INDEX runs_study ON runs (study)",
+    """CREATE TABLE points (
+        id         INTEGER PRIMARY KEY,
+        run_id     INTEGER NOT NULL REFERENCES runs (id),
+        key        TEXT NOT NULL,
+        params     TEXT NOT NULL,
+        repetition INTEGER NOT NULL,
+        metrics    TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        ended_at   TEXT NOT NULL,
+        UNIQUE (run_id, key, repetition)
+    )""",
+    """CREATE TABLE series (
+        point_id INTEGER NOT NULL REFERENCES points (id),
+        metric   TEXT NOT NULL,
+        t        REAL NOT NULL,
+        value    REAL
+    )""",
+    "CREATE INDEX series_point_metric_t ON series (point_id, metric, t)",
+    # Append-only is enforced in the file itself, so ad-hoc tools cannot break it by accident.
+    """CREATE TRIGGER points_append_only BEFORE UPDATE ON points
+    BEGIN SELECT RAISE(ABORT, 'points are append-only'); END""",
+    """CREATE TRIGGER series_append_only BEFORE UPDATE ON series
+    BEGIN SELECT RAISE(ABORT, 'series are append-only'); END""",
+    """CREATE TRIGGER runs_append_only
+    BEFORE UPDATE OF id, study, params, server_version, settings, machine, vacuumlab_version,
+                     started_at ON runs
+    BEGIN SELECT RAISE(ABORT, 'runs change only status, ended_at and note'); END""",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One execution of a study, with the environment it ran in."""
+
+    id: int
+    study: str
+    params: dict[str, Any]
+    server_version: str
+    settings: dict[str, str]
+    machine: dict[str, Any]
+    vacuumlab_version: str
+    started_at: datetime
+    ended_at: datetime | None
+    status: RunStatus
+    note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One measured parameter combination (one repetition) of a run."""
+
+    id: int
+    run_id: int
+    key: str
+    params: dict[str, Any]
+    repetition: int
+    metrics: dict[str, Metric]
+    started_at: datetime
+    ended_at: datetime
+
+
+def point_key(params: Mapping[str, Any]) -> str:
+    """The canonical JSON of `params`: equal parameter sets give equal keys, whatever the order."""
+    try:
+        return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise VacuumlabError(f"parameters are not plain JSON values: {exc}") from exc
+
+
+def machine_info() -> dict[str, Any]:
+    """What the results depend on besides the server: host, platform, CPUs, memory, versions."""
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": _total_memory(),
+        "vacuumlab_version": __version__,
+    }
+
+
+def _total_memory() -> int | None:
+    """Total physical memory in bytes, or None where neither source is available."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024  # the kernel reports kB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _to_text(when: datetime) -> str:
+    """A fixed-width UTC ISO string, so text order is time order and SQLite can parse it."""
+    if when.tzinfo is None:
+        raise VacuumlabError(f"timestamp {when.isoformat()} has no time zone; pass an aware one")
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _from_text(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def _check_metrics(metrics: Mapping[str, Metric]) -> str:
+    """The metrics as JSON; NaN/inf are rejected because JSON has no spelling for them."""
+    for name, value in metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise VacuumlabError(f"metric {name!r} is {value}; only finite numbers can be stored")
+        if value is not None and not isinstance(value, int | float | str):
+            raise VacuumlabError(f"metric {name!r} is a {type(value).__name__}, not a number")
+    return json.dumps(dict(metrics), sort_keys=True)
+
+
+def _series_rows(
+    point_id: int, series: Mapping[str, Sequence[Sample]]
+) -> Iterator[tuple[int, str, float, float | None]]:
+    """Series rows, checked lazily: a bad sample aborts the insert mid-way, and the
+    surrounding transaction then drops the whole point."""
+    for metric, samples in series.items():
+        for t, value in samples:
+            if not math.isfinite(t) or (value is not None and not math.isfinite(value)):
+                raise VacuumlabError(
+                    f"series {metric!r} has sample ({t}, {value}); only finite numbers are stored"
+                )
+            yield point_id, metric, float(t), None if value is None else float(value)
+
+
+def _loads_object(text: str) -> dict[str, Any]:
+    return cast(dict[str, Any], json.loads(text))
+
+
+def _run_from_row(row: sqlite3.Row) -> Run:
+    ended = row["ended_at"]
+    return Run(
+        id=row["id"],
+        study=row["study"],
+        params=_loads_object(row["params"]),
+        server_version=row["server_version"],
+        settings=_loads_object(row["settings"]),
+        machine=_loads_object(row["machine"]),
+        vacuumlab_version=row["vacuumlab_version"],
+        started_at=_from_text(row["started_at"]),
+        ended_at=None if ended is None else _from_text(ended),
+        status=cast(RunStatus, row["status"]),  # the CHECK constraint guarantees the values
+        note=row["note"],
+    )
+
+
+def _point_from_row(row: sqlite3.Row) -> Point:
+    return Point(
+        id=row["id"],
+        run_id=row["run_id"],
+        key=row["key"],
+        params=_loads_object(row["params"]),
+        repetition=row["repetition"],
+        metrics=_loads_object(row["metrics"]),
+        started_at=_from_text(row["started_at"]),
+        ended_at=_from_text(row["ended_at"]),
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Connect, creating parent directories; OS and SQLite failures become VacuumlabError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise VacuumlabError(f"{path}: cannot create its directory: {_one_line(exc)}") from exc
+    try:
+        # isolation_level=None: transactions are explicit (see Store._transaction).
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise VacuumlabError(f"{path}: cannot open: {_one_line(exc)}") from exc
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _open_error(path: Path, exc: sqlite3.Error) -> VacuumlabError:
+    # OperationalError is about access (locked, unreadable); other errors about the content.
+    if isinstance(exc, sqlite3.OperationalError):
+        return VacuumlabError(f"{path}: cannot open: {_one_line(exc)}")
+    return VacuumlabError(f"{path}: not a vacuumlab store: {_one_line(exc)}")
+
+
+class Store:
+    """An open results store. Use `Store.open`; close it (or use `with`) when done."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        """Open the store at `path`, creating it (and its directory) if it does not exist.
+
+        Raises VacuumlabError if the file is not a vacuumlab store, was written by a newer
+        vacuumlab, or cannot be created.
+        """
+        conn = _connect(path)
+        store = cls(conn, path)
+        try:
+            store._prepare()
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise _open_error(path, exc) from exc
+            raise
+        return store
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        """Validate an existing store, or initialise an empty file; then switch to WAL."""
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        existing = bool(self._tables())
+        # Validate before switching to WAL, so a foreign SQLite file is never modified.
+        if existing:
+            self._validate()
+        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal":
+            raise VacuumlabError(f"{self.path}: cannot use WAL mode (journal mode is {mode})")
+        # Only a new file needs the write lock; readers of an existing store must not wait.
+        if not existing:
+            self._initialise()
+
+    def _initialise(self) -> None:
+        with self._transaction():
+            # Checked again under the write lock: another process may have created it meanwhile.
+            if self._tables():
+                self._validate()
+            else:
+                self._create_schema()
+
+    def _create_schema(self) -> None:
+        # Statement by statement: executescript() would commit the enclosing transaction.
+        for statement in _SCHEMA:
+            self._conn.execute(statement)
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+        )
+
+    def _tables(self) -> set[str]:
+        rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {row[0] for row in rows}
+
+    def _validate(self) -> None:
+        missing = [t for t in _TABLES if t not in self._tables()]
+        if "meta" in missing:
+            raise VacuumlabError(f"{self.path}: not a vacuumlab store (no meta table)")
+        version = self._schema_version()
+        if version > SCHEMA_VERSION:
+            raise VacuumlabError(
+                f"{self.path}: written by a newer vacuumlab (schema_version {version}, "
+                f"this one reads {SCHEMA_VERSION}); upgrade vacuumlab"
+            )
+        if missing:
+            raise VacuumlabError(f"{self.path}: damaged store (missing tables {missing})")
+
+    def _schema_version(self) -> int:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = None if row is None else row[0]
+        if not isinstance(version, int) or version < 1:
+            raise VacuumlabError(f"{self.path}: not a vacuumlab store (schema_version {version!r})")
+        return version
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One explicit transaction, rolled back on any exception (Ctrl-C included).
+
+        IMMEDIATE takes the write lock up front, so a busy database waits for the busy
+        timeout instead of failing when a read transaction tries to upgrade.
+        """
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            yield self._conn
+            self._conn.execute("COMMIT")
+        except BaseException as exc:
+            # SQLite may already have rolled back by itself (e.g. on a full disk).
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                raise VacuumlabError(f"{self.path}: cannot write: {_one_line(exc)}") from exc
+            raise
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        study: str,
+        params: Mapping[str, Any],
+        *,
+        server_version: str,
+        settings: Mapping[str, str],
+        machine: Mapping[str, Any] | None = None,
+        note: str | None = None,
+    ) -> int:
+        """Record the start of a run (status 'running', started now) and return its id."""
+        machine = machine_info() if machine is None else machine
+        values = (
+            study,
+            point_key(params),
+            server_version,
+            json.dumps(dict(settings), sort_keys=True),
+            json.dumps(dict(machine), sort_keys=True),
+            __version__,
+            _to_text(datetime.now(UTC)),
+            note,
+        )
+        with self._transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO runs (study, params, server_version, settings, machine,"
+                " vacuumlab_version, started_at, status, note)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                values,
+            )
+        return cast(int, cur.lastrowid)
+
+    def finish_run(
+        self,
+        run_id: int,
+        status: Literal["done", "failed", "interrupted"],
+        note: str | None = None,
+    ) -> None:
+        """Set the run's final status and end time (now). A None note keeps the current one.
+
+        May be called again, e.g. when an interrupted run is resumed and later completes.
+        """
+        with self._transaction() as conn:
+            cur = conn.execute(
+                "UPDATE runs SET status = ?, ended_at = ?, note = coalesce(?, note) WHERE id = ?",
+                (status, _to_text(datetime.now(UTC)), note, run_id),
+            )
+            if cur.rowcount == 0:
+                raise self._no_run(run_id)
+
+    def run(self, run_id: int) -> Run:
+        row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise self._no_run(run_id)
+        return _run_from_row(row)
+
+    def runs(self, study: str | None = None) -> list[Run]:
+        """All runs, or those of one study, newest first (ids grow with creation)."""
+        rows = self._conn.execute(
+            "SELECT * FROM runs WHERE ? IS NULL OR study = ? ORDER BY id DESC", (study, study)
+        )
+        return [_run_from_row(row) for row in rows]
+
+    def _no_run(self, run_id: int) -> VacuumlabError:
+        return VacuumlabError(f"no run {run_id} in {self.path}")
+
+    def _require_run(self, run_id: int) -> None:
+        if self._conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise self._no_run(run_id)
+
+    # -- points --------------------------------------------------------------------------
+
+    def record_point(
+        self,
+        run_id: int,
+        params: Mapping[str, Any],
+        repetition: int,
+        metrics: Mapping[str, Metric],
+        *,
+        started_at: datetime,
+        ended_at: datetime,
+        series: Mapping[str, Sequence[Sample]] = _NO_SERIES,
+    ) -> int:
+        """Record one finished measurement point with its series, atomically; return its id.
+
+        `series` maps a metric name to (t, value) samples, t in seconds since `started_at`.
+        NaN and infinite values (in metrics or series) are rejected with VacuumlabError rather
+        than silently stored as null; the point is then not recorded at all. Recording the same
+        (run, params, repetition) twice also raises VacuumlabError.
+        """
+        key = point_key(params)
+        times = (_to_text(started_at), _to_text(ended_at))
+        row = (run_id, key, key, repetition, _check_metrics(metrics), *times)
+        with self._transaction() as conn:
+            self._require_run(run_id)
+            point_id = self._insert_point(conn, row)
+            conn.executemany(
+                "INSERT INTO series (point_id, metric, t, value) VALUES (?, ?, ?, ?)",
+                _series_rows(point_id, series),
+            )
+        return point_id
+
+    def _insert_point(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> int:
+        try:
+            cur = conn.execute(
+                "INSERT INTO points (run_id, key, params, repetition, metrics, started_at,"
+                " ended_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" not in str(exc):
+                raise
+            run_id, key, _, repetition = row[:4]
+            raise VacuumlabError(
+                f"point {key} repetition {repetition} of run {run_id} is already recorded"
+                f" in {self.path}"
+            ) from exc
+        return cast(int, cur.lastrowid)
+
+    def points(self, run_id: int) -> list[Point]:
+        """The run's points in the order they were recorded."""
+        self._require_run(run_id)
+        rows = self._conn.execute("SELECT * FROM points WHERE run_id = ? ORDER BY id", (run_id,))
+        return [_point_from_row(row) for row in rows]
+
+    def done(self, run_id: int) -> set[tuple[str, int]]:
+        """The (key, repetition) pairs already recorded for the run: what a resume skips."""
+        self._require_run(run_id)
+        rows = self._conn.execute("SELECT key, repetition FROM points WHERE run_id = ?", (run_id,))
+        return {(row[0], row[1]) for row in rows}
+
+    # -- series --------------------------------------------------------------------------
+
+    def series(self, point_id: int, metric: str) -> list[tuple[float, float | None]]:
+        """The (t, value) samples of one metric of a point, ordered by t; [] if none."""
+        self._require_point(point_id)
+        rows = self._conn.execute(
+            "SELECT t, value FROM series WHERE point_id = ? AND metric = ? ORDER BY t, rowid",
+            (point_id, metric),
+        )
+        return [(row[0], row[1]) for row in rows]
+
+    def metrics_of_series(self, point_id: int) -> list[str]:
+        """The names of the metrics that have series for the point, sorted."""
+        self._require_point(point_id)
+        rows = self._conn.execute(
+            "SELECT DISTINCT metric FROM series WHERE point_id = ? ORDER BY metric", (point_id,)
+        )
+        return [row[0] for row in rows]
+
+    def _require_point(self, point_id: int) -> None:
+        found = self._conn.execute("SELECT 1 FROM points WHERE id = ?", (point_id,)).fetchone()
+        if found is None:
+            raise VacuumlabError(f"no point {point_id} in {self.path}")

@@ -1,0 +1,136 @@
+"""Fixtures: one embedded PostgreSQL 18 per test session, and the server named by
+``VACUUMLAB_TEST_DSN`` (tests parametrised over ``server`` run against both; the second is
+skipped when the variable is unset). Every test that changes data gets a database of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from vacuumlab.pg.sandbox import Sandbox
+
+TEST_DSN = os.environ.get("VACUUMLAB_TEST_DSN")
+PASSWORD_ROLE = "vl_password_role"
+PASSWORD = "right-password"
+
+
+@pytest.fixture(scope="session")
+def sandbox_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Data directories live under a folder of vacuumlab's own: as root, the server user is
+    # given traverse permission on every parent.
+    return tmp_path_factory.mktemp("vacuumlab")
+
+
+@pytest.fixture(scope="session")
+def sandbox(sandbox_root: Path) -> Iterator[Sandbox]:
+    with Sandbox.start(sandbox_root / "session") as sb:
+        _require_password_for(sb, PASSWORD_ROLE, PASSWORD)
+        yield sb
+
+
+def _require_password_for(sb: Sandbox, role: str, password: str) -> None:
+    """A role that must log in with a password, to test authentication failures."""
+    with psycopg.connect(sb.dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
+        )
+        hba = conn.execute("SHOW hba_file").fetchone()
+        assert hba is not None
+        path = Path(hba[0])
+        path.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + path.read_text())
+        conn.execute("SELECT pg_reload_conf()")
+
+
+@pytest.fixture(
+    params=[
+        "embedded",
+        pytest.param(
+            "dsn", marks=pytest.mark.skipif(TEST_DSN is None, reason="VACUUMLAB_TEST_DSN unset")
+        ),
+    ]
+)
+def server(request: pytest.FixtureRequest) -> str:
+    """An admin DSN: the embedded PostgreSQL 18, then the server of VACUUMLAB_TEST_DSN."""
+    if request.param == "embedded":
+        sb: Sandbox = request.getfixturevalue("sandbox")
+        return sb.dsn
+    assert TEST_DSN is not None
+    return TEST_DSN
+
+
+@pytest.fixture
+def database(server: str) -> Iterator[str]:
+    """A fresh database on ``server``, dropped afterwards; yields its DSN."""
+    yield from _fresh_database(server)
+
+
+@pytest.fixture
+def embedded_database(sandbox: Sandbox) -> Iterator[str]:
+    """A fresh database on the embedded server only."""
+    yield from _fresh_database(sandbox.dsn)
+
+
+def _fresh_database(admin_dsn: str) -> Iterator[str]:
+    name = f"vl_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_conninfo(admin_dsn, dbname=name)
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def execute(dsn: str, *statements: str | sql.Composable) -> None:
+    """Run statements in autocommit on a new connection."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+@contextmanager
+def xmin_holder(dsn: str) -> Iterator[int]:
+    """A session that sits idle in a REPEATABLE READ transaction, pinning the xmin horizon;
+    yields its pid."""
+    with psycopg.connect(dsn, application_name="vl-test-holder") as conn:
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        row = conn.execute("SELECT pg_backend_pid()").fetchone()
+        assert row is not None
+        yield row[0]
+        conn.rollback()
+
+
+@contextmanager
+def background(target: object) -> Iterator[threading.Thread]:
+    thread = threading.Thread(target=target)  # type: ignore[arg-type]
+    thread.start()
+    try:
+        yield thread
+    finally:
+        thread.join()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The vacuumlab command in a real child process, as a user would run it."""
+    return subprocess.run(
+        [sys.executable, "-m", "vacuumlab", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=(os.environ | {"COLUMNS": "160"}) | (env or {}),
+        timeout=120,
+    )
