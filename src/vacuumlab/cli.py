@@ -301,7 +301,8 @@ def main(argv: list[str] | None = None) -> None:
         err.print("interrupted")
         sys.exit(130)
     except VacuumlabError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False)
+        # Plain write: a console would wrap a long message onto several lines.
+        sys.stderr.write(f"error: {' '.join(str(exc).split())}\n")
         sys.exit(2)
 
 

@@ -135,9 +135,8 @@ def _server_info(conn: psycopg.Connection[Any]) -> ServerInfo:
 
 
 def first_line(exc: BaseException) -> str:
-    """The first non-empty line of an error: libpq messages run over several."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    """An error message as one line: libpq's run over several (``failed:\nFATAL: …``)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 _PASSWORD = re.compile(r"(password\s*=\s*)(\S+)|(://[^:/@]*:)([^@]*)(@)", re.IGNORECASE)

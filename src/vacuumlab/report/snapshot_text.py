@@ -45,6 +45,9 @@ def render(snapshot: Snapshot, *, limit: int = 25) -> RenderableType:
     """Everything worth reading at a glance, most pressing first."""
     parts: list[RenderableType] = [header(snapshot), settings_table(snapshot)]
     parts.append(tables_table(snapshot, limit=limit))
+    options = options_table(snapshot)
+    if options is not None:
+        parts.append(options)
     parts.extend(horizon_tables(snapshot))
     if snapshot.vacuums:
         parts.append(vacuums_table(snapshot))
@@ -90,7 +93,6 @@ _TABLE_COLUMNS = (
     "indexes",
     "toast",
     "xid age",
-    "options",
 )
 
 
@@ -103,15 +105,18 @@ def tables_table(snapshot: Snapshot, *, limit: int) -> RichTable:
     for column in _TABLE_COLUMNS:
         if column == "table":
             table.add_column(column, no_wrap=True)
-        elif column == "options":
-            table.add_column(column, overflow="fold")
         else:
             table.add_column(column, justify="right", no_wrap=True)
     for entry in shown:
         table.add_row(*_relation_cells(entry.heap, snapshot.taken_at, entry))
-        if entry.toast is not None:
+        if entry.toast is not None and _in_use(entry.toast):
             table.add_row(*_relation_cells(entry.toast, snapshot.taken_at, None), style="dim")
     return table
+
+
+def _in_use(toast: Relation) -> bool:
+    """An empty TOAST relation (nothing stored, nothing dead) is not worth a row."""
+    return bool(toast.heap_bytes or toast.n_dead_tup or toast.n_live_tup)
 
 
 def _dead_rank(table: Table) -> tuple[int, str, str]:
@@ -123,7 +128,6 @@ def _relation_cells(rel: Relation, now: datetime, table: Table | None) -> list[T
     name = Text(rel.qualified_name) if table is not None else Text("  ↳ toast")
     live, dead = rel.n_live_tup or 0, rel.n_dead_tup or 0
     share = f"{100 * dead / (live + dead):.1f}" if live + dead else "-"
-    options = {(f"toast.{k}" if table is None else k): v for k, v in rel.reloptions.items()}
     return [
         name,
         Text(_count(rel.n_live_tup)),
@@ -136,8 +140,20 @@ def _relation_cells(rel: Relation, now: datetime, table: Table | None) -> list[T
         Text(f"{size(rel.index_bytes)} ({rel.n_indexes})"),
         Text(size(rel.toast_bytes) if table is not None else ""),
         Text(_count(rel.frozenxid_age)),
-        Text(", ".join(f"{k}={v}" for k, v in sorted(options.items()))),
     ]
+
+
+def options_table(snapshot: Snapshot) -> RichTable | None:
+    """Per-table settings (reloptions), the TOAST relation's as ``toast.*``."""
+    table = _titled("Per-table settings", "table", "settings")
+    for entry in sorted(snapshot.tables, key=lambda t: (t.heap.schema_name, t.heap.name)):
+        options = dict(entry.heap.reloptions)
+        if entry.toast is not None:
+            options |= {f"toast.{k}": v for k, v in entry.toast.reloptions.items()}
+        if options:
+            text = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+            table.add_row(Text(entry.heap.qualified_name), Text(text))
+    return table if table.row_count else None
 
 
 def horizon_tables(snapshot: Snapshot) -> Iterator[RichTable]:

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from vacuumlab.errors import VacuumlabError
 
@@ -43,6 +43,11 @@ class ServerInfo(Record):
     extensions: frozenset[str]
     #: ``view.column`` for the statistics views and catalogs vacuumlab reads.
     columns: frozenset[str]
+
+    @field_serializer("extensions", "columns")
+    def _sorted(self, values: frozenset[str]) -> list[str]:
+        """Sets serialise sorted, so the same snapshot always gives the same JSON."""
+        return sorted(values)
 
     @property
     def major(self) -> int:

@@ -1,0 +1,180 @@
+"""The vacuumlab command as a user runs it: help, sandbox commands, snapshot, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from psycopg.conninfo import make_conninfo
+
+from conftest import PASSWORD_ROLE, execute, run_cli
+from vacuumlab.cli import app
+from vacuumlab.pg.sandbox import Sandbox
+
+
+def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in getattr(group, "commands", {}).items():
+        found.append((*prefix, name))
+        found.extend(_commands(command, (*prefix, name)))
+    return found
+
+
+COMMANDS = _commands(typer.main.get_command(app))
+
+
+def test_command_tree_is_complete() -> None:
+    expected = {"sandbox", "snapshot", "demo", "version"} | {
+        f"sandbox {c}" for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")
+    }
+    assert {" ".join(c) for c in COMMANDS} == expected
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help_with_an_example(command: tuple[str, ...]) -> None:
+    result = run_cli(*command, "--help")
+    assert result.returncode == 0, result.stderr
+    if command != ("sandbox",):
+        assert "Example: vacuumlab" in result.stdout or "Example: psql" in result.stdout
+
+
+def assert_one_line_error(result: object, fragment: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)  # type: ignore[attr-defined]
+    stderr: str = result.stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ")
+    assert fragment in lines[0], lines[0]
+
+
+def test_unreachable_server(tmp_path: Path) -> None:
+    result = run_cli("snapshot", "postgresql://postgres@127.0.0.1:1/postgres")
+    assert_one_line_error(result, "Connection refused")
+
+
+def test_wrong_database(sandbox: Sandbox) -> None:
+    result = run_cli("snapshot", sandbox.dsn_for("no_such_database"))
+    assert_one_line_error(result, 'database "no_such_database" does not exist')
+
+
+def test_wrong_password(sandbox: Sandbox) -> None:
+    dsn = make_conninfo(sandbox.dsn, user=PASSWORD_ROLE, password="wrong-password")
+    result = run_cli("snapshot", dsn)
+    assert_one_line_error(result, "password authentication failed")
+    assert "wrong-password" not in result.stderr  # the password is never printed
+
+
+def test_malformed_dsn() -> None:
+    assert_one_line_error(run_cli("snapshot", "host=127.0.0.1 port"), "invalid connection string")
+
+
+def test_missing_pg_bin(tmp_path: Path) -> None:
+    result = run_cli("sandbox", "start", "--data-dir", str(tmp_path / "sb"), "--pg-bin", "/nope")
+    assert_one_line_error(result, "/nope has no postgres program")
+
+
+def test_data_dir_not_writable(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    result = run_cli("sandbox", "start", "--data-dir", str(tmp_path / "file" / "sb"))
+    assert_one_line_error(result, "cannot use")
+
+
+def test_no_dsn_and_no_sandbox(tmp_path: Path) -> None:
+    result = run_cli("snapshot", "--data-dir", str(tmp_path / "none"))
+    assert_one_line_error(result, "no DSN given and no sandbox running")
+
+
+def test_invalid_setting_on_the_command_line(sandbox: Sandbox) -> None:
+    result = run_cli(
+        "sandbox", "configure", "autovacuum_naptime=0", "--data-dir", str(sandbox.directory)
+    )
+    assert_one_line_error(result, "autovacuum_naptime = 0 is out of range")
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("this is not json", "not a vacuumlab snapshot (not JSON)"),
+        ('{"kind": "pgmetrics"}', "not a vacuumlab snapshot"),
+        ('{"kind": "vacuumlab.snapshot", "schema_version": 7}', "upgrade vacuumlab"),
+        ('{"kind": "vacuumlab.snapshot", "schema_version": 1, "tables": 3}', "damaged snapshot"),
+    ],
+)
+def test_corrupt_or_foreign_snapshot_file(tmp_path: Path, content: str, fragment: str) -> None:
+    path = tmp_path / "snap.json"
+    path.write_text(content)
+    assert_one_line_error(run_cli("snapshot", "--input", str(path)), fragment)
+
+
+def test_missing_snapshot_file(tmp_path: Path) -> None:
+    result = run_cli("snapshot", "--input", str(tmp_path / "absent.json"))
+    assert_one_line_error(result, "No such file or directory")
+
+
+def test_input_prints_the_same_as_the_live_run(embedded_database: str, tmp_path: Path) -> None:
+    execute(
+        embedded_database,
+        'CREATE TABLE "[red]markup[/red]" (id int PRIMARY KEY, body text)',
+        "INSERT INTO \"[red]markup[/red]\" SELECT i, 'x' FROM generate_series(1, 100) i",
+        'DELETE FROM "[red]markup[/red]" WHERE id < 50',
+    )
+    saved = tmp_path / "snap.json"
+    live = run_cli("snapshot", embedded_database, "--save", str(saved))
+    assert live.returncode == 0, live.stderr
+    again = run_cli("snapshot", "--input", str(saved))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == live.stdout
+    assert "public.[red]markup[/red]" in live.stdout  # rich markup in a name is not applied
+    as_json = run_cli("snapshot", "--input", str(saved), "--format", "json")
+    assert json.loads(as_json.stdout) == json.loads(saved.read_text())
+
+
+def test_output_file(embedded_database: str, tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    result = run_cli("snapshot", embedded_database, "--format", "json", "-o", str(target))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert json.loads(target.read_text())["kind"] == "vacuumlab.snapshot"
+
+
+def test_sandbox_commands(tmp_path: Path) -> None:
+    directory = str(tmp_path / "cli-sandbox")
+    started = run_cli("sandbox", "start", "--data-dir", directory, "--set", "autovacuum_naptime=2s")
+    assert started.returncode == 0, started.stderr
+    try:
+        status = json.loads(run_cli("sandbox", "status", "--data-dir", directory, "--format",
+                                    "json").stdout)  # fmt: skip
+        assert status["running"] is True
+        assert status["long_lived"] is True
+        url = run_cli("sandbox", "url", "--data-dir", directory).stdout.strip()
+        assert url == status["dsn"]
+        psql = run_cli(
+            "sandbox", "psql", "--data-dir", directory, "--", "-Atc", "SHOW autovacuum_naptime"
+        )
+        assert psql.stdout.strip() == "2s"
+        snap = run_cli("snapshot", "--data-dir", directory, "--format", "json")
+        assert json.loads(snap.stdout)["server"]["version_num"] >= 180000
+        stopped = run_cli("sandbox", "stop", "--data-dir", directory)
+        assert stopped.stdout.strip() == "stopped"
+        status = json.loads(run_cli("sandbox", "status", "--data-dir", directory, "--format",
+                                    "json").stdout)  # fmt: skip
+        assert status["running"] is False
+    finally:
+        destroyed = run_cli("sandbox", "destroy", "--yes", "--data-dir", directory)
+    assert destroyed.returncode == 0, destroyed.stderr
+    assert not Path(directory).exists()
+
+
+def test_demo_runs_and_leaves_no_server(tmp_path: Path) -> None:
+    directory = tmp_path / "demo-sandbox"
+    result = run_cli("demo", "--seconds", "3", "--data-dir", str(directory))
+    assert result.returncode == 0, result.stderr
+    for expected in ("vacuumlab_demo.jobs", "toast.autovacuum_vacuum_scale_factor=0.05",
+                     "autovacuum_enabled=false", "Sessions holding the xmin horizon",
+                     "vacuumlab-demo-holder"):  # fmt: skip
+        assert expected in result.stdout
+    assert not Sandbox.open(directory).is_running()
+    assert "autovacuum_naptime" not in (directory / "pgdata/postgresql.auto.conf").read_text()

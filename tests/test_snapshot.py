@@ -1,0 +1,258 @@
+"""The snapshot against real servers: the embedded PostgreSQL 18 and VACUUMLAB_TEST_DSN."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from psycopg import errors, sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from conftest import execute, xmin_holder
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.pg import queries
+from vacuumlab.pg.connect import connect
+from vacuumlab.stats.model import Snapshot, Table, parse_snapshot
+from vacuumlab.stats.snapshot import PROBES, collect
+
+SCENARIO = (
+    # Dead tuples that stay: autovacuum is off for the table; ANALYZE counts them.
+    """CREATE TABLE churned (id int PRIMARY KEY, v int, note text) WITH (autovacuum_enabled = false,
+        autovacuum_vacuum_threshold = 123, toast.autovacuum_vacuum_scale_factor = 0.05)""",
+    "INSERT INTO churned SELECT i, i, NULL FROM generate_series(1, 1000) i",
+    "DELETE FROM churned WHERE id <= 400",
+    # 4 kB of md5 text per row does not compress, so it is stored out of line in TOAST.
+    "CREATE TABLE wide (id int, body text) WITH (autovacuum_enabled = false)",
+    """INSERT INTO wide SELECT i, (SELECT string_agg(md5(i::text || j::text), '')
+        FROM generate_series(1, 128) j) FROM generate_series(1, 200) i""",
+)
+
+
+def build_scenario(dsn: str) -> None:
+    """Create the scenario; ANALYZE only once the DML counters have reached the shared stats,
+    or their late flush would add to the counts ANALYZE sets."""
+    execute(dsn, *SCENARIO)
+    until(
+        dsn,
+        lambda s: (
+            table(s, "churned").heap.n_tup_del == 400 and table(s, "wide").heap.n_tup_ins == 200
+        ),
+    )
+    execute(dsn, "ANALYZE churned, wide")
+
+
+def snapshot_of(dsn: str) -> Snapshot:
+    with connect(dsn) as session:
+        return collect(session)
+
+
+def table(snap: Snapshot, name: str) -> Table:
+    return next(t for t in snap.tables if t.heap.name == name)
+
+
+def until(dsn: str, check: object, timeout: float = 10.0) -> Snapshot:
+    """Snapshots until ``check(snapshot)`` holds: cumulative stats arrive asynchronously."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = snapshot_of(dsn)
+        if check(snap) or time.monotonic() > deadline:  # type: ignore[operator]
+            return snap
+        time.sleep(0.2)
+
+
+def max_prepared(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT current_setting('max_prepared_transactions')::int").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+@pytest.fixture
+def prepared_xact(database: str) -> Iterator[str | None]:
+    """A prepared transaction in ``database`` (None where the server allows none)."""
+    if max_prepared(database) == 0:
+        yield None
+        return
+    gid = "vl-test-gid"
+    execute(database, "CREATE TABLE IF NOT EXISTS twophase (id int)")
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO twophase VALUES (1)")
+        conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+    try:
+        yield gid
+    finally:
+        execute(database, sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
+
+
+def test_snapshot_of_a_churned_database(database: str, prepared_xact: str | None) -> None:
+    build_scenario(database)
+    with xmin_holder(database) as holder_pid:
+        snap = until(database, lambda s: (table(s, "churned").heap.n_dead_tup or 0) >= 400)
+    version = snap.server.version_num
+
+    churned = table(snap, "churned").heap
+    assert churned.n_dead_tup == 400
+    assert churned.n_live_tup == 600
+    assert churned.reltuples == 600
+    assert churned.n_tup_del == 400
+    assert churned.n_indexes == 1
+    assert churned.heap_bytes == churned.relpages * snap.server.block_size > 0
+    assert churned.reloptions == {
+        "autovacuum_enabled": "false",
+        "autovacuum_vacuum_threshold": "123",
+    }
+    toast = table(snap, "churned").toast
+    assert toast is not None
+    assert toast.reloptions == {"autovacuum_vacuum_scale_factor": "0.05"}
+    assert toast.toast_of == churned.oid
+    assert churned.frozenxid_age is not None
+    assert churned.frozenxid_age > 0
+
+    wide = table(snap, "wide")
+    assert wide.toast is not None
+    assert wide.toast.heap_bytes is not None
+    assert wide.toast.heap_bytes > 200 * 4096  # every value went out of line
+    assert wide.heap.toast_bytes == wide.toast.heap_bytes + (wide.toast.index_bytes or 0)
+    assert (wide.heap.heap_bytes or 0) < wide.toast.heap_bytes
+
+    # Version-dependent fields are there exactly where the server has them.
+    assert (churned.n_tup_newpage_upd is not None) == (version >= 160000)
+    assert (churned.relallfrozen is not None) == (version >= 180000)
+    assert (churned.total_vacuum_time_ms is not None) == (version >= 180000)
+    assert bool(snap.io) == (version >= 160000)
+    assert any(n.probe == "io" for n in snap.notes) == (version < 160000)
+
+    holders = {b.pid: b for b in snap.backends}
+    assert holder_pid in holders
+    assert holders[holder_pid].state == "idle in transaction"
+    assert holders[holder_pid].backend_xmin is not None
+    if prepared_xact is not None:
+        [prepared] = [p for p in snap.prepared if p.gid == prepared_xact]
+        assert prepared.database == conninfo_to_dict(database)["dbname"]
+        assert prepared.xid_age >= 0
+
+    settings = {s.name: s for s in snap.settings}
+    assert settings["autovacuum_naptime"].unit == "s"
+    assert settings["autovacuum_vacuum_scale_factor"].vartype == "real"
+    assert "vacuum_cost_page_miss" in settings
+    assert ("autovacuum_vacuum_max_threshold" in settings) == (version >= 180000)
+    assert snap.checkpointer is not None
+    assert snap.bgwriter is not None
+    assert snap.wal is not None
+    assert snap.wal.lsn is not None
+    assert snap.xids is not None
+    assert snap.xids.next_xid > 0
+    assert conninfo_to_dict(database)["dbname"] in {d.name for d in snap.databases}
+
+
+def test_query_count_does_not_grow_with_tables(embedded_database: str) -> None:
+    def statements() -> int:
+        with connect(embedded_database) as session:
+            collect(session)
+            return session.statements
+
+    execute(embedded_database, "CREATE TABLE t0 (id int PRIMARY KEY, body text)")
+    few = statements()
+    for i in range(1, 80):
+        execute(embedded_database, f"CREATE TABLE t{i} (id int PRIMARY KEY, body text)")
+    assert statements() == few == len(PROBES) + 1  # one per probe, plus the server info
+
+
+def test_snapshot_session_is_read_only(database: str) -> None:
+    with connect(database) as session:
+        assert session.scalar("SHOW transaction_read_only") == "on"
+        assert session.scalar("SHOW application_name") == "vacuumlab"
+        assert (
+            int(session.scalar("SELECT setting FROM pg_settings WHERE name = 'lock_timeout'")) > 0
+        )
+        with pytest.raises(errors.ReadOnlySqlTransaction):
+            session.execute("CREATE TABLE must_not_exist (id int)")
+
+
+def test_a_probe_without_privilege_is_turned_off_with_a_note(embedded_database: str) -> None:
+    role = f"vl_limited_{uuid.uuid4().hex[:6]}"
+    execute(
+        embedded_database,
+        sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)),
+        "CREATE TABLE visible (id int)",
+        # Views in pg_catalog carry their own ACL per database: revoke one, for this one only.
+        "REVOKE SELECT ON pg_catalog.pg_prepared_xacts FROM PUBLIC",
+    )
+    try:
+        snap = snapshot_of(make_conninfo(embedded_database, user=role))
+    finally:
+        execute(embedded_database, sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    notes = {n.probe: n for n in snap.notes}
+    assert "permission denied" in notes["prepared"].reason
+    assert notes["prepared"].fix == f"GRANT pg_monitor TO {role};"
+    assert "pg_read_all_stats" in notes["backends"].reason
+    assert [t.heap.name for t in snap.tables] == ["visible"]  # the other probes went on
+    assert snap.settings
+
+
+WEIRD_NAMES = (
+    'with "quotes"',
+    "with spaces",
+    "CamelCase",
+    "ünïcödé_表",
+    "select",
+    "[red]markup[/red]",
+    "x" * 63,
+    "é" * 31 + "x",  # 63 bytes in UTF-8
+)
+
+
+def test_awkward_names_come_through_intact(database: str) -> None:
+    schema = "Odd Schema"
+    statements: list[sql.Composable] = [
+        sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)),
+    ]
+    for name in WEIRD_NAMES:
+        ident = sql.Identifier(schema, name)
+        statements.append(sql.SQL("CREATE TABLE {} (id int, note text)").format(ident))
+    execute(database, *statements)
+    snap = snapshot_of(database)
+    assert sorted(t.heap.name for t in snap.tables) == sorted(WEIRD_NAMES)
+    assert {t.heap.schema_name for t in snap.tables} == {schema}
+    assert all(len(name.encode()) <= 63 for name in WEIRD_NAMES)
+
+
+def test_json_round_trip_is_exact(database: str) -> None:
+    build_scenario(database)
+    snap = snapshot_of(database)
+    assert parse_snapshot(snap.model_dump(mode="json"), "memory") == snap
+    assert Snapshot.model_validate_json(snap.dump_json()) == snap
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ([], "not a vacuumlab snapshot"),
+        ({"kind": "something.else"}, "not a vacuumlab snapshot"),
+        ({"kind": "vacuumlab.snapshot", "schema_version": 99}, "upgrade vacuumlab"),
+        ({"kind": "vacuumlab.snapshot", "schema_version": 1}, "damaged snapshot"),
+    ],
+)
+def test_foreign_snapshots_are_refused(raw: object, message: str) -> None:
+    with pytest.raises(VacuumlabError, match=message):
+        parse_snapshot(raw, "file.json")
+
+
+def test_every_sql_file_runs_where_it_is_meant_to(server: str) -> None:
+    """Each file runs on this server when its version is at or below the server's; a file a
+    newer one replaces may fail only for a column that the newer version removed."""
+    with connect(server) as session:
+        version = session.info.version_num
+        for name in queries.names():
+            usable = [v for v in queries.versions(name) if v <= version]
+            for v in usable:
+                text = queries._text(queries._catalog()[name][v])
+                assert text.startswith("--"), f"{name} {v}: first line must say what changed"
+                try:
+                    session.query(text, dict)  # type: ignore[arg-type]
+                except errors.UndefinedColumn:
+                    assert v != max(usable), f"{name} for {v} fails on {version}"
