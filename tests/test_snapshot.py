@@ -256,3 +256,17 @@ def test_every_sql_file_runs_where_it_is_meant_to(server: str) -> None:
                     session.query(text, dict)  # type: ignore[arg-type]
                 except errors.UndefinedColumn:
                     assert v != max(usable), f"{name} for {v} fails on {version}"
+
+
+def test_own_queries_are_tagged_in_pg_stat_statements(embedded_database: str) -> None:
+    """The tag survives into pg_stat_statements, so a study can leave our own queries out."""
+    execute(embedded_database, "CREATE EXTENSION pg_stat_statements")
+    snapshot_of(embedded_database)
+    with psycopg.connect(embedded_database) as conn:
+        rows = conn.execute(
+            "SELECT query FROM pg_stat_statements WHERE query LIKE %s "
+            "AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            ["%/* vacuumlab:%"],
+        ).fetchall()
+    tags = {q.rsplit("/* vacuumlab:", 1)[1].rstrip(" */") for (q,) in rows}
+    assert {"tables", "settings", "backends", "server_info"} <= tags

@@ -18,6 +18,7 @@ from difflib import get_close_matches
 from psycopg import sql
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, connect
 
 # Memory units in bytes and time units in microseconds, as in guc.c's unit tables.
@@ -56,11 +57,10 @@ class SettingChange:
 
 def load_specs(session: Session) -> dict[str, SettingSpec]:
     """Every row of ``pg_settings`` (a few hundred): enough to validate and to suggest names."""
-    rows = session.query(
-        "/* vacuumlab:setting_specs */ SELECT name, setting, unit, vartype, context,"
-        " min_val, max_val, enumvals FROM pg_settings",
-        SettingSpec,
+    text = (
+        "SELECT name, setting, unit, vartype, context, min_val, max_val, enumvals FROM pg_settings"
     )
+    rows = session.query(queries.tag(text, "setting_specs"), SettingSpec)
     return {spec.name: spec for spec in rows}
 
 

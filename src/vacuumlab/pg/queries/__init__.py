@@ -2,7 +2,7 @@
 
 ``tables.sql`` serves every supported version (13 and later); ``tables_post_160000.sql``
 replaces it from PostgreSQL 16 on. :func:`get` picks the closest file at or below the
-server's ``server_version_num`` and tags the text so vacuumlab's own statements can be
+server's ``server_version_num`` and tags the text (:func:`tag`) so vacuumlab's own statements can be
 told apart in ``pg_stat_statements`` and ``pg_stat_activity``.
 """
 
@@ -54,7 +54,13 @@ def get(name: str, server_version_num: int) -> str | None:
     usable = [v for v in _versions(name) if v <= server_version_num]
     if not usable:
         return None
-    return f"/* vacuumlab:{name} */\n" + _text(_versions(name)[max(usable)])
+    return tag(_text(_versions(name)[max(usable)]), name)
+
+
+def tag(text: str, name: str) -> str:
+    """Mark a statement as vacuumlab's own. The tag goes last: pg_stat_statements keeps the
+    text from the first token of the statement on, so a leading comment would be lost."""
+    return f"{text.rstrip()}\n/* vacuumlab:{name} */"
 
 
 def _versions(name: str) -> dict[int, str]:

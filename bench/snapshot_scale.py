@@ -1,0 +1,99 @@
+"""Snapshot cost against the number of tables: wall time and statements, side by side.
+
+Creates databases with 1,000 and 10,000 tables (each with a primary key and a text column,
+so each has an index and a TOAST table) in a throwaway sandbox, snapshots each five times and
+prints the median wall time and the statement count. The count must be the same for both:
+the snapshot asks one query per probe, whatever the number of tables. The count is read twice,
+from vacuumlab's own session counter and from pg_stat_statements (queries tagged vacuumlab).
+
+    make bench          or          .venv/bin/python bench/snapshot_scale.py [--tables 1000 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from vacuumlab.pg.connect import connect
+from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.stats.snapshot import collect
+
+REPEAT = 5
+
+
+def create_tables(dsn: str, count: int) -> None:
+    """DO blocks of 1,000 tables: one round trip each, and few enough locks per transaction."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for start in range(1, count + 1, 1000):
+            conn.execute(
+                sql.SQL(
+                    "DO $$ BEGIN FOR i IN {}..{} LOOP "
+                    "EXECUTE format('CREATE TABLE t%s (id int PRIMARY KEY, body text)', i); "
+                    "END LOOP; END $$"
+                ).format(sql.Literal(start), sql.Literal(min(start + 999, count)))
+            )
+
+
+def tagged_calls(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+            "WHERE query LIKE '%%/* vacuumlab:%%' AND dbid = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+def measure(dsn: str) -> tuple[float, int, int, int]:
+    """Median seconds, statements by our counter, by pg_stat_statements, tables seen."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+    times, counts, tables = [], [], 0
+    for _ in range(REPEAT):
+        start = time.perf_counter()
+        with connect(dsn, application_name="vacuumlab-bench") as session:
+            snap = collect(session)
+            counts.append(session.statements)
+        times.append(time.perf_counter() - start)
+        tables = len(snap.tables)
+    assert len(set(counts)) == 1
+    return statistics.median(times), counts[0], tagged_calls(dsn) // REPEAT, tables
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="vacuumlab-bench-") as tmp:
+        with Sandbox.start(Path(tmp) / "sandbox") as sandbox:
+            rows = []
+            for count in args.tables:
+                name = f"bench_{count}"
+                with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
+                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                dsn = sandbox.dsn_for(name)
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute("CREATE EXTENSION pg_stat_statements")
+                create_tables(dsn, count)
+                rows.append((count, *measure(dsn)))
+    print(
+        f"{'tables':>8} {'seen':>8} {'median s':>9} {'statements':>11} {'pg_stat_statements':>19}"
+    )
+    for count, seconds, statements, tagged, seen in rows:
+        print(f"{count:>8} {seen:>8} {seconds:>9.3f} {statements:>11} {tagged:>19}")
+    first, last = rows[0], rows[-1]
+    print(
+        f"time ratio {last[0]}/{first[0]} tables: {last[1] / first[1]:.1f}x; "
+        f"statements: {first[2]} vs {last[2]} ({'same' if first[2] == last[2] else 'DIFFERENT'})"
+    )
+
+
+if __name__ == "__main__":
+    main()
