@@ -71,18 +71,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="vacuumlab-bench-") as tmp:
-        with Sandbox.start(Path(tmp) / "sandbox") as sandbox:
-            rows = []
-            for count in args.tables:
-                name = f"bench_{count}"
-                with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
-                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-                dsn = sandbox.dsn_for(name)
-                with psycopg.connect(dsn, autocommit=True) as conn:
-                    conn.execute("CREATE EXTENSION pg_stat_statements")
-                create_tables(dsn, count)
-                rows.append((count, *measure(dsn)))
+    with (
+        tempfile.TemporaryDirectory(prefix="vacuumlab-bench-") as tmp,
+        Sandbox.start(Path(tmp) / "sandbox") as sandbox,
+    ):
+        rows = []
+        for count in args.tables:
+            name = f"bench_{count}"
+            with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            dsn = sandbox.dsn_for(name)
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION pg_stat_statements")
+            create_tables(dsn, count)
+            rows.append((count, *measure(dsn)))
     print(
         f"{'tables':>8} {'seen':>8} {'median s':>9} {'statements':>11} {'pg_stat_statements':>19}"
     )
