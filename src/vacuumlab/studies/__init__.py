@@ -1,0 +1,1 @@
+"""One module per study: its parameter matrix, set-up, run and summary."""
