@@ -1,7 +1,7 @@
 # Two entry points for a fresh machine with Python 3.11+, pip and make:
 #   make demo   create .venv, install vacuumlab, run the demo on the embedded PostgreSQL 18
 #   make test   create .venv, install with dev extras, lint, type-check and run the tests
-# Filters: make test PYTEST_ARGS='-k snapshot'   ·   slow tests too: make test-all
+# Filters: make test PYTEST_ARGS='-k snapshot'   ·   slow tests too: make test-all (CI does)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -32,8 +32,9 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/mypy
 
 # pytest exits 5 when a filter selects no test: that is not a failure.
+# Tests marked slow run only in CI (CI=true) and in test-all.
 test: lint
-	$(BIN)/pytest -m 'not slow' $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/pytest $(if $(CI),,-m 'not slow') $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-all: lint
 	$(BIN)/pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]

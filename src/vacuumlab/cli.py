@@ -6,6 +6,7 @@ and SIGTERM unwind cleanly (servers started here are stopped) and exit with 130.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -13,7 +14,7 @@ import sys
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
@@ -281,6 +282,193 @@ def demo(
         err.print(f"sandbox: PostgreSQL {sandbox.bin.major} in {sandbox.directory}")
         snap = demo_job.run(sandbox, seconds=seconds, progress=lambda s: err.print(f"· {s}"))
     out.print(render(snap))
+
+
+run_app = typer.Typer(help="Run a study and record it in the results store.", no_args_is_help=True)
+app.add_typer(run_app, name="run")
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="Results store [default: $VACUUMLAB_HOME/results.sqlite, "
+        "or ~/vacuumlab/results.sqlite].",
+        show_default=False,
+    ),
+]
+ReportDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        help="Report directory [default: runs/RUN/report next to the store].",
+        show_default=False,
+    ),
+]
+_PRESET_HELP = "quick (6 × 90 s), demo (6 × 35 s) or paper (15 clients, 6 × 300 s)."
+_WARMUP_HELP = "Seconds at the start of each step left out of the summary."
+_CLIENTS_HELP = "pgbench clients [default: 4 per core]."
+_JOBS_HELP = "pgbench threads [default: 1 per core]."
+_STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings) instead of the post's six."
+_CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
+_DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
+_ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
+_RESUME_HELP = "Finish an interrupted run: run the steps it lacks."
+
+
+@run_app.command("churn")
+def run_churn(
+    preset: Annotated[str, typer.Option(help=_PRESET_HELP)] = "quick",
+    seconds: Annotated[int | None, typer.Option(help="Load per step, in seconds.")] = None,
+    warmup: Annotated[int | None, typer.Option(help=_WARMUP_HELP)] = None,
+    backlog: Annotated[int | None, typer.Option(help="Rows queued when a step starts.")] = None,
+    clients: Annotated[int | None, typer.Option(help=_CLIENTS_HELP, show_default=False)] = None,
+    jobs: Annotated[int | None, typer.Option(help=_JOBS_HELP, show_default=False)] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each step.")] = None,
+    steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP)] = None,
+    continuous: Annotated[bool, typer.Option("--continuous", help=_CONTINUOUS_HELP)] = False,
+    dsn: Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)] = None,
+    allow_alter_system: Annotated[
+        bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)
+    ] = False,
+    resume: Annotated[
+        int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")
+    ] = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    """Queue churn under the post's six autovacuum settings (seed 000), with a report.
+
+    Example: vacuumlab run churn --preset quick --clients 4
+    """
+    from vacuumlab.lab import ProgressReporter, default_store
+    from vacuumlab.pg.target import Target
+    from vacuumlab.report.churn import render_churn_report
+    from vacuumlab.report.churn_text import summary_table
+    from vacuumlab.store import Store
+    from vacuumlab.studies import churn
+
+    with Store.open(store_path or default_store()) as store:
+        if resume is not None:
+            config = _resumable(store, resume, dsn)
+        else:
+            chosen = churn.load_steps(steps) if steps is not None else None
+            config = churn.make_config(
+                preset,
+                steps=chosen,
+                seconds=seconds,
+                warmup=warmup,
+                backlog=backlog,
+                clients=clients,
+                jobs=jobs,
+                repeat=repeat,
+                continuous=continuous or None,
+                target="server" if dsn else "sandbox",
+            )
+        reporter = ProgressReporter(err)
+        with contextlib.ExitStack() as stack:
+            if dsn is None:
+                sandbox = stack.enter_context(Sandbox.start(data_dir, pg_bin=pg_bin))
+                target = Target.of_sandbox(sandbox)
+            else:
+                target = Target.of_dsn(dsn, allow_alter_system=allow_alter_system, pg_bin=pg_bin)
+            err.print(
+                f"churn on the {target.label}: {len(config.steps)} steps × {config.seconds} s, "
+                f"{config.clients} clients, {config.jobs} threads, backlog {config.backlog:,}"
+            )
+            run = churn.ChurnRun(config, target, store, reporter, run_id=resume)
+            try:
+                with reporter.shown():
+                    run_id = run.execute()
+            except Interrupted:
+                if run.run_id is not None:
+                    err.print(
+                        f"run {run.run_id} interrupted; its finished steps are stored. "
+                        f"Continue with: vacuumlab run churn --resume {run.run_id}"
+                    )
+                raise
+        out.print(summary_table(store, run_id))
+        html = render_churn_report(store, run_id, output or _report_dir(store.path, run_id))
+        out.print(f"report: {html}")
+
+
+def _report_dir(store_path: Path, run_id: int) -> Path:
+    return store_path.parent / "runs" / str(run_id) / "report"
+
+
+def _resumable(store: object, run_id: int, dsn: str | None) -> Any:
+    from vacuumlab.store import Store
+    from vacuumlab.studies import churn
+
+    assert isinstance(store, Store)
+    run = store.run(run_id)
+    if run.study != "churn":
+        raise VacuumlabError(f"run {run_id} is a {run.study} run, not churn")
+    if run.status == "done":
+        raise VacuumlabError(f"run {run_id} is complete; nothing to resume")
+    config = churn.ChurnConfig.from_params(run.params)
+    if config.target == "server" and dsn is None:
+        raise VacuumlabError(f"run {run_id} ran on a named server: give its --dsn again")
+    return config
+
+
+@app.command("report")
+def report(
+    run_id: Annotated[int, typer.Argument(help="The run to report on.", metavar="RUN")],
+    store_path: StoreOpt = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            help="Report directory [default: next to the store, runs/RUN/report].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Render a run's HTML report (and PNG charts) from the results store alone.
+
+    Example: vacuumlab report 3 --output ./report-3
+    """
+    from vacuumlab.lab import default_store
+    from vacuumlab.report.churn import render_churn_report
+    from vacuumlab.store import Store
+
+    path = store_path or default_store()
+    if not path.exists():
+        raise VacuumlabError(f"no results store at {path}: run a study first, or pass --store")
+    with Store.open(path) as store:
+        html = render_churn_report(store, run_id, output or _report_dir(path, run_id))
+    out.print(str(html))
+
+
+@app.command("runs")
+def runs(store_path: StoreOpt = None) -> None:
+    """List the runs in the results store, newest first.
+
+    Example: vacuumlab runs --store ./results.sqlite
+    """
+    from rich.table import Table
+    from rich.text import Text
+
+    from vacuumlab.lab import default_store
+    from vacuumlab.store import Store
+
+    path = store_path or default_store()
+    if not path.exists():
+        raise VacuumlabError(f"no results store at {path}: run a study first, or pass --store")
+    with Store.open(path) as store:
+        table = Table("run", "study", "status", "started", "points", "server")
+        for run in store.runs():
+            table.add_row(
+                str(run.id),
+                run.study,
+                run.status,
+                f"{run.started_at:%Y-%m-%d %H:%M}",
+                str(len(store.points(run.id))),
+                Text(run.server_version.split(" on ")[0]),
+            )
+    out.print(table)
 
 
 @app.command("version")

@@ -9,7 +9,7 @@ transaction read-only, so a bug cannot write to a user's database.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
@@ -24,6 +24,8 @@ from vacuumlab.stats.model import ServerInfo
 APPLICATION_NAME = "vacuumlab"
 MIN_VERSION_NUM = 130000
 T = TypeVar("T")
+#: Query parameters: positional (%s) or named (%(name)s).
+Params = Sequence[Any] | Mapping[str, Any] | None
 #: Statement text as psycopg takes it: a plain string or a composed, quoted statement.
 Query = str | sql.SQL | sql.Composed
 
@@ -46,24 +48,24 @@ class Session:
     dsn: str
     statements: int = field(default=0)
 
-    def fetch(self, name: str, record: type[T], params: Sequence[Any] | None = None) -> list[T]:
+    def fetch(self, name: str, record: type[T], params: Params = None) -> list[T]:
         """Run question ``name`` in the version its server needs; rows become ``record``."""
         text = queries.get(name, self.info.version_num)
         if text is None:
             raise VersionTooOld(name, self.info.version_num)
         return self.query(text, record, params)
 
-    def query(self, query: Query, record: type[T], params: Sequence[Any] | None = None) -> list[T]:
+    def query(self, query: Query, record: type[T], params: Params = None) -> list[T]:
         with self.conn.cursor(row_factory=class_row(record)) as cur:
             self.statements += 1
             cur.execute(query, params)
             return cur.fetchall()
 
-    def execute(self, query: Query, params: Sequence[Any] | None = None) -> None:
+    def execute(self, query: Query, params: Params = None) -> None:
         self.statements += 1
         self.conn.execute(query, params)
 
-    def scalar(self, query: Query, params: Sequence[Any] | None = None) -> Any:
+    def scalar(self, query: Query, params: Params = None) -> Any:
         self.statements += 1
         row = self.conn.execute(query, params).fetchone()
         return None if row is None else row[0]

@@ -1,0 +1,511 @@
+"""Numbers from pgbench runs: per-transaction logs, per-second series, step summaries with
+block-bootstrap confidence intervals, and the autovacuum latency sawtooth.
+
+Pure numpy; the only I/O is reading pgbench's log files. Times are Unix epoch seconds unless
+a docstring says otherwise, latencies are milliseconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final, TypeAlias
+
+import numpy as np
+from numpy.typing import NDArray
+
+from vacuumlab.errors import VacuumlabError
+
+FloatArray: TypeAlias = NDArray[np.float64]
+IndexArray: TypeAlias = NDArray[np.intp]
+
+# --- pgbench per-transaction logs ------------------------------------------------------------
+
+#: What pgbench writes in the ``time`` field of a transaction that did not complete: ``skipped``
+#: (--latency-limit), ``failed``, or with --failures-detailed the kind of failure.
+NOT_COMPLETED: Final = frozenset({"skipped", "failed", "serialization", "deadlock", "other"})
+_MIN_FIELDS: Final = 6  # client_id transaction_no time script_no time_epoch time_us
+_MAX_FIELDS: Final = 8  # ... [schedule_lag] [retries]
+_TIME: Final = 2
+_EPOCH: Final = 4
+_USEC: Final = 5
+#: Stands for a NOT_COMPLETED word once parsed; a real latency is never negative.
+_FAILED: Final = -1.0
+#: Longer integers are not pgbench's, and above 2**53 a float would no longer hold them exactly.
+_MAX_DIGITS: Final = 15
+_DIGITS_ONLY: Final = np.zeros(256, dtype=np.bool_)
+_DIGITS_ONLY[[*b"0123456789", *b" \n-"]] = True
+
+
+@dataclass(frozen=True, slots=True)
+class Transactions:
+    """The transactions of one pgbench run, all threads merged.
+
+    ``end`` is when a transaction completed (epoch seconds, ascending), ``latency_ms`` its
+    latency; ``failed_end`` holds the completion times of failed and skipped transactions,
+    which have no latency. The arrays are read-only.
+    """
+
+    end: FloatArray
+    latency_ms: FloatArray
+    failed_end: FloatArray
+
+    def __post_init__(self) -> None:
+        # Every window lookup bisects ``end``: an unsorted array would silently lose data.
+        if self.end.shape != self.latency_ms.shape or self.end.ndim != 1:
+            raise ValueError("end and latency_ms must be 1-d arrays of the same length")
+        if np.any(np.diff(self.end) < 0) or np.any(np.diff(self.failed_end) < 0):
+            raise ValueError("end and failed_end must be sorted ascending")
+
+
+def read_pgbench_logs(paths: Iterable[Path]) -> Transactions:
+    """Read pgbench's per-transaction logs (one file per thread) into one sorted record."""
+    return _merge([_parse(_read(path), str(path)) for path in paths])
+
+
+def parse_pgbench_log_lines(lines: Iterable[str], *, source: str = "<lines>") -> Transactions:
+    """Parse per-transaction log lines; ``source`` names them in error messages."""
+    text = "\n".join(line.rstrip("\n") for line in lines)
+    return _merge([_parse(text.encode(), source)])
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise VacuumlabError(f"cannot read pgbench log {path}: {exc.strerror or exc}") from exc
+
+
+def _merge(tables: list[FloatArray]) -> Transactions:
+    rows = np.concatenate([np.empty((0, 2)), *tables])
+    rows = rows[np.argsort(rows[:, 0], kind="stable")]
+    failed = rows[:, 1] == _FAILED
+    return Transactions(
+        end=_frozen(rows[~failed, 0]),
+        latency_ms=_frozen(rows[~failed, 1] / 1000.0),
+        failed_end=_frozen(rows[failed, 0]),
+    )
+
+
+def _frozen(values: FloatArray) -> FloatArray:
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    values.flags.writeable = False
+    return values
+
+
+def _parse(data: bytes, source: str) -> FloatArray:
+    """Rows of (completion time, latency in µs or _FAILED) of one log, in file order."""
+    rows = _parse_fast(data)
+    if rows is None:
+        # The line-by-line parser is slow but names the offending line.
+        rows = _parse_slowly(data.decode(errors="replace"), source)
+    return rows
+
+
+def _parse_fast(data: bytes) -> FloatArray | None:
+    """Vectorised parse of a well-formed log; None when anything looks unusual."""
+    if b"-" in data or not _single_spaced(data):
+        return None
+    for word in NOT_COMPLETED:
+        if f" {word} ".encode() in data:
+            data = data.replace(f" {word} ".encode(), f" {_FAILED:.0f} ".encode())
+    raw = np.frombuffer(data, dtype=np.uint8)
+    fields = _fields_per_line(raw)
+    if fields is None or not _DIGITS_ONLY[raw].all():
+        return None
+    if fields == 0:
+        return np.empty((0, 2))  # np.fromstring returns [-1.] for blank text
+    try:
+        flat = np.fromstring(data, dtype=np.float64, sep=" ")
+    except ValueError:
+        return None
+    if flat.size % fields:
+        return None
+    table = flat.reshape(-1, fields)
+    return _times(table) if _plausible(table) else None
+
+
+def _single_spaced(data: bytes) -> bool:
+    """Fields separated by exactly one space, so that spaces + 1 = fields on every line."""
+    stray = (b"  ", b" \n", b"\n ")
+    return not (data.startswith(b" ") or data.endswith(b" ") or any(s in data for s in stray))
+
+
+def _fields_per_line(raw: NDArray[np.uint8]) -> int | None:
+    """The common number of fields of the non-blank lines: 0 if none, None if they differ."""
+    line_ends = np.flatnonzero(raw == ord("\n"))
+    if raw.size and raw[-1] != ord("\n"):
+        line_ends = np.append(line_ends, raw.size)
+    lengths = np.diff(line_ends, prepend=-1) - 1
+    spaces = np.bincount(
+        np.searchsorted(line_ends, np.flatnonzero(raw == ord(" "))), minlength=line_ends.size
+    )
+    fields = spaces[lengths > 0] + 1
+    if fields.size == 0:
+        return 0
+    first = int(fields[0])
+    return first if _MIN_FIELDS <= first <= _MAX_FIELDS and (fields == first).all() else None
+
+
+def _plausible(table: FloatArray) -> bool:
+    """What the line-by-line parser would accept, given the digits-only text."""
+    others = np.arange(table.shape[1]) != _TIME  # time holds the _FAILED markers
+    return bool(
+        (table[:, others] >= 0).all()
+        and (table < 10.0**_MAX_DIGITS).all()
+        and (table[:, _USEC] < 1_000_000).all()
+    )
+
+
+def _times(table: FloatArray) -> FloatArray:
+    end = table[:, _EPOCH] + table[:, _USEC] * 1e-6
+    return np.column_stack([end, table[:, _TIME]])
+
+
+def _parse_slowly(text: str, source: str) -> FloatArray:
+    rows: list[tuple[float, float]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if fields:  # blank lines carry nothing; pgbench ends its files with a newline
+            rows.append(_parse_fields(fields, f"{source} line {number}"))
+    return np.array(rows, dtype=np.float64).reshape(-1, 2)
+
+
+def _parse_fields(fields: list[str], where: str) -> tuple[float, float]:
+    def malformed(reason: str) -> VacuumlabError:
+        line = " ".join(fields)
+        shown = line if len(line) <= 80 else line[:77] + "..."
+        return VacuumlabError(f"{where}: {reason}: {shown!r}")
+
+    if not _MIN_FIELDS <= len(fields) <= _MAX_FIELDS:
+        raise malformed(f"expected {_MIN_FIELDS} to {_MAX_FIELDS} fields, got {len(fields)}")
+    if not all(_is_count(f) for i, f in enumerate(fields) if i != _TIME):
+        raise malformed("every field but time must be a non-negative integer")
+    if int(fields[_USEC]) >= 1_000_000:
+        raise malformed("time_us must be below 1000000")
+    time = fields[_TIME]
+    if time in NOT_COMPLETED:
+        latency = _FAILED
+    elif _is_count(time):
+        latency = float(time)
+    else:
+        raise malformed("time must be microseconds, 'failed' or 'skipped'")
+    return float(fields[_EPOCH]) + float(fields[_USEC]) * 1e-6, latency
+
+
+def _is_count(field: str) -> bool:
+    return field.isascii() and field.isdigit() and len(field) <= _MAX_DIGITS
+
+
+# --- per-second series -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PerSecond:
+    """One value per second ``i`` of a window: the transactions completed in
+    ``[start + i, start + i + 1)``. Latency statistics are NaN for a second without any.
+
+    Percentiles use numpy's default ("linear") method: linear interpolation between the two
+    nearest ranks, virtual index ``q / 100 * (n - 1)``.
+    """
+
+    t: FloatArray
+    tps: FloatArray
+    latency_mean_ms: FloatArray
+    latency_p50_ms: FloatArray
+    latency_p95_ms: FloatArray
+    latency_p99_ms: FloatArray
+    latency_max_ms: FloatArray
+
+
+def per_second(tx: Transactions, start: float, seconds: int) -> PerSecond:
+    """Per-second throughput and latency of the ``seconds`` seconds from ``start``."""
+    if seconds < 0:
+        raise ValueError(f"seconds must not be negative, got {seconds}")
+    g = _by_second(tx, start, start + seconds, seconds)
+    return PerSecond(
+        t=np.arange(seconds, dtype=np.float64),
+        tps=g.counts.astype(np.float64),
+        latency_mean_ms=_divide(g.sums, g.counts),
+        latency_p50_ms=_group_percentile(g, 50),
+        latency_p95_ms=_group_percentile(g, 95),
+        latency_p99_ms=_group_percentile(g, 99),
+        latency_max_ms=_group_percentile(g, 100),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Seconds:
+    """The transactions of a window grouped by second; ``latency[bounds[i]:bounds[i + 1]]``
+    are second ``i``'s latencies, ascending."""
+
+    counts: IndexArray
+    sums: FloatArray
+    latency: FloatArray
+    bounds: IndexArray
+
+
+def _by_second(tx: Transactions, start: float, stop: float, seconds: int) -> _Seconds:
+    lo, hi = (int(i) for i in np.searchsorted(tx.end, [start, stop]))
+    # min(): end < stop, yet end - start can round up to ``seconds``.
+    second = np.minimum(np.floor(tx.end[lo:hi] - start).astype(np.intp), seconds - 1)
+    latency = tx.latency_ms[lo:hi]
+    order = np.lexsort((latency, second))
+    counts = np.bincount(second, minlength=seconds)
+    return _Seconds(
+        counts=counts,
+        sums=np.bincount(second, weights=latency, minlength=seconds).astype(np.float64),
+        latency=latency[order],
+        bounds=np.concatenate([[0], np.cumsum(counts)]).astype(np.intp),
+    )
+
+
+def _divide(a: FloatArray, b: NDArray[np.number]) -> FloatArray:
+    """a / b, NaN where b is 0 (without numpy's warning)."""
+    out = np.full(a.shape, np.nan)
+    np.divide(a, b, out=out, where=b != 0)
+    return out
+
+
+def _group_percentile(g: _Seconds, q: float) -> FloatArray:
+    """numpy's "linear" percentile of every second, vectorised; NaN for an empty second."""
+    out = np.full(g.counts.size, np.nan)
+    full = g.counts > 0
+    first, last = g.bounds[:-1][full], g.bounds[1:][full] - 1
+    rank = (g.counts[full] - 1) * (q / 100)
+    below = np.floor(rank)
+    lower = first + below.astype(np.intp)
+    out[full] = _lerp(g.latency[lower], g.latency[np.minimum(lower + 1, last)], rank - below)
+    return out
+
+
+def _lerp(a: FloatArray, b: FloatArray, t: FloatArray) -> FloatArray:
+    # numpy's own formula (numpy.lib._function_base_impl._lerp), so that results match
+    # np.percentile to the last bit: it interpolates from the nearer end.
+    diff = b - a
+    return np.where(t >= 0.5, b - diff * (1 - t), a + diff * t)
+
+
+# --- step summary ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A 95 % confidence interval."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One load step: the transactions completed in ``[start, end)``.
+
+    ``latency_stddev_ms`` is the population standard deviation (ddof=0), as pgbench prints it
+    (``sqrt(sum2 / n - mean ** 2)``). Percentiles use numpy's default ("linear") method.
+    Intervals come from a block bootstrap over whole seconds: see :func:`summarize`.
+    """
+
+    transactions: int
+    failed: int
+    duration_s: float
+    tps: float
+    tps_ci: Interval
+    latency_mean_ms: float
+    latency_mean_ci: Interval
+    latency_stddev_ms: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+    latency_p99_ms: float
+    latency_p99_ci: Interval
+
+
+def summarize(
+    tx: Transactions, start: float, end: float, *, n_boot: int = 1000, seed: int = 0
+) -> Summary:
+    """Throughput and latency of the transactions completed in ``[start, end)``.
+
+    Latencies within a second are strongly autocorrelated (the autovacuum sawtooth), so an
+    i.i.d. bootstrap over transactions would give absurdly narrow intervals. The window is cut
+    into 1-second blocks (the last one possibly shorter), ``n_boot`` resamples of as many
+    blocks are drawn with replacement, and each interval is the 2.5th-97.5th percentile of the
+    statistic over the resamples: tps = transactions / seconds of the drawn blocks, mean over
+    all their transactions, p99 over all their transactions, the latter approximated to within
+    0.1 % (see :func:`_resampled_p99`).
+    """
+    if not end > start:
+        raise VacuumlabError(f"empty window: end {end} is not after start {start}")
+    blocks = max(1, math.ceil(end - start))
+    g = _by_second(tx, start, end, blocks)
+    if g.latency.size == 0:
+        raise VacuumlabError(f"no transactions between {_when(start)} and {_when(end)}")
+    lengths = np.ones(blocks)
+    lengths[-1] = (end - start) - (blocks - 1)
+    weights = _resample(blocks, n_boot, seed)
+    counts = weights @ g.counts.astype(np.float64)
+    p50, p95, p99 = (float(p) for p in np.percentile(g.latency, [50, 95, 99]))
+    return Summary(
+        transactions=int(g.latency.size),
+        failed=_count_between(tx.failed_end, start, end),
+        duration_s=end - start,
+        tps=g.latency.size / (end - start),
+        tps_ci=_interval(counts / (weights @ lengths)),
+        latency_mean_ms=float(np.mean(g.latency)),
+        latency_mean_ci=_interval(_divide(weights @ g.sums, counts)),
+        latency_stddev_ms=float(np.std(g.latency)),
+        latency_p50_ms=p50,
+        latency_p95_ms=p95,
+        latency_p99_ms=p99,
+        latency_p99_ci=_interval(_resampled_p99(weights, g)),
+    )
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
+
+
+def _count_between(sorted_times: FloatArray, start: float, end: float) -> int:
+    lo, hi = np.searchsorted(sorted_times, [start, end])
+    return int(hi - lo)
+
+
+def _resample(blocks: int, n_boot: int, seed: int) -> FloatArray:
+    """How often each block is drawn, for each resample: shape (n_boot, blocks)."""
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(blocks, np.full(blocks, 1 / blocks), size=n_boot)
+    return drawn.astype(np.float64)
+
+
+def _interval(samples: FloatArray) -> Interval:
+    """Percentile interval; NaN when no resample had a value (e.g. all drawn seconds empty)."""
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return Interval(math.nan, math.nan)
+    low, high = np.percentile(finite, [2.5, 97.5])
+    return Interval(float(low), float(high))
+
+
+#: Relative width of the p99 histogram bins, hence the bootstrap p99's relative error bound.
+_P99_BIN: Final = 0.001
+_P99_MAX_BINS: Final = 8192
+#: Latencies are logged in whole µs; the log-scale bins need a positive lower edge.
+_RESOLUTION_MS: Final = 0.001
+
+
+def _resampled_p99(weights: FloatArray, g: _Seconds) -> FloatArray:
+    """The p99 (numpy "linear") of every resample, approximated from per-second histograms.
+
+    Sorting every resample (n_boot x all transactions) would take minutes. A resample's
+    distribution is a mixture of its seconds', and a mixture's quantile lies between its
+    components' quantiles, so bins are only needed between the lowest and the highest
+    per-second p99 (widened by 10 %). There, log-spaced bins 0.1 % wide locate the two ranks
+    around the 99th percentile to within 0.1 %; values outside count as below or above. Bins
+    are capped at 8192, so they widen past 0.1 % only when the per-second p99s span more than
+    a factor of 3600 (0.5 % at a factor of 6e17).
+    """
+    if g.latency.min() == g.latency.max():
+        # Every resample of a constant sample is that constant: spare it the binning error.
+        constant: FloatArray = np.where(weights @ g.counts > 0, g.latency[0], np.nan)
+        return constant
+    p99 = _group_percentile(g, 99)
+    p99 = p99[np.isfinite(p99)]
+    lo = max(float(p99.min()) / 1.1, _RESOLUTION_MS)
+    hi = max(float(p99.max()) * 1.1, lo)
+    nbins = min(_P99_MAX_BINS, max(1, math.ceil(math.log(hi / lo) / math.log1p(_P99_BIN))))
+    edges = np.geomspace(lo, hi, nbins + 1)
+    # Bin 0 holds values below lo, bin nbins + 1 values from hi on.
+    bins = np.searchsorted(edges, g.latency, side="right")
+    second = np.repeat(np.arange(g.counts.size), g.counts)
+    per_second = np.bincount(second * (nbins + 2) + bins, minlength=g.counts.size * (nbins + 2))
+    hist = weights @ per_second.reshape(g.counts.size, nbins + 2).astype(np.float64)
+    return _histogram_percentile(hist, np.concatenate([[lo], edges, [hi]]), 99)
+
+
+def _histogram_percentile(hist: FloatArray, edges: FloatArray, q: float) -> FloatArray:
+    """numpy's "linear" percentile of each row of counts; bin j spans edges[j]..edges[j + 1]."""
+    cum = np.cumsum(hist, axis=1)
+    total = cum[:, -1]
+    rank = np.maximum(total - 1, 0) * (q / 100)
+    below = np.floor(rank)
+    a = _value_at_rank(hist, cum, edges, below)
+    b = _value_at_rank(hist, cum, edges, np.minimum(below + 1, np.maximum(total - 1, 0)))
+    out = _lerp(a, b, rank - below)
+    out[total == 0] = np.nan
+    return out
+
+
+def _value_at_rank(
+    hist: FloatArray, cum: FloatArray, edges: FloatArray, rank: FloatArray
+) -> FloatArray:
+    """The value of 0-based rank ``rank`` in each row, spreading a bin's values evenly over
+    its span on the log scale."""
+    rows = np.arange(hist.shape[0])
+    j = (cum > rank[:, None]).argmax(axis=1)
+    inside = hist[rows, j]
+    position = (rank - (cum[rows, j] - inside) + 0.5) / np.where(inside > 0, inside, 1)
+    value: FloatArray = edges[j] * (edges[j + 1] / edges[j]) ** position
+    return value
+
+
+# --- sawtooth and correlation ------------------------------------------------------------------
+
+
+def sawtooth_amplitude(
+    t: FloatArray, latency: FloatArray, vacuum_ends: Sequence[float]
+) -> float | None:
+    """Median over vacuum cycles of max / min latency within the cycle.
+
+    ``t`` and ``vacuum_ends`` are on the same clock (seconds since start); a cycle is
+    ``[end_k, end_k+1)`` between consecutive autovacuum ends and counts when it has at least
+    3 non-NaN seconds and a positive minimum. None when no cycle counts.
+    """
+    ends = sorted(vacuum_ends)
+    amplitudes = [
+        amplitude
+        for first, last in itertools.pairwise(ends)
+        if (amplitude := _cycle_amplitude(latency[(t >= first) & (t < last)])) is not None
+    ]
+    return float(np.median(amplitudes)) if amplitudes else None
+
+
+def _cycle_amplitude(latency: FloatArray) -> float | None:
+    values = latency[~np.isnan(latency)]
+    if values.size < 3 or values.min() <= 0:
+        return None
+    return float(values.max() / values.min())
+
+
+def correlation(t_a: FloatArray, a: FloatArray, t_b: FloatArray, b: FloatArray) -> float | None:
+    """Pearson correlation of two series sampled at different times.
+
+    Each sample of ``a`` is paired with the nearest non-NaN sample of ``b`` within 0.5 s
+    (the earlier one on a tie); unmatched and NaN samples are dropped. None with fewer than
+    3 pairs or when either side is constant.
+    """
+    x, y = _pairs(t_a, a, t_b, b)
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None
+    dx, dy = x - x.mean(), y - y.mean()
+    r = float(np.sum(dx * dy) / math.sqrt(float(np.sum(dx * dx)) * float(np.sum(dy * dy))))
+    return min(1.0, max(-1.0, r))  # rounding can step just past ±1
+
+
+def _pairs(
+    t_a: FloatArray, a: FloatArray, t_b: FloatArray, b: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    keep_b = ~(np.isnan(t_b) | np.isnan(b))
+    order = np.argsort(t_b[keep_b], kind="stable")
+    tb, vb = t_b[keep_b][order], b[keep_b][order]
+    keep_a = ~(np.isnan(t_a) | np.isnan(a))
+    ta, va = t_a[keep_a], a[keep_a]
+    if tb.size == 0:
+        return va[:0], va[:0]
+    following = np.searchsorted(tb, ta)
+    after, before = np.minimum(following, tb.size - 1), np.maximum(following - 1, 0)
+    nearest = np.where(np.abs(tb[after] - ta) < np.abs(ta - tb[before]), after, before)
+    matched = np.abs(tb[nearest] - ta) <= 0.5
+    return va[matched], vb[nearest][matched]
