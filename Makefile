@@ -1,5 +1,6 @@
 # Two entry points for a fresh machine with Python 3.11+, pip and make:
-#   make demo   create .venv, install vacuumlab, run the demo on the embedded PostgreSQL 18
+#   make demo   create .venv, install vacuumlab, run the churn study (demo preset, ~4 min) on the
+#               embedded PostgreSQL 18 and print the report's path
 #   make test   create .venv, install with dev extras, lint, type-check and run the tests
 # Filters: make test PYTEST_ARGS='-k snapshot'   ·   slow tests too: make test-all (CI does)
 
@@ -24,7 +25,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 venv-dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
-	$(BIN)/vacuumlab demo
+	$(BIN)/vacuumlab run churn --preset demo
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
@@ -41,6 +42,7 @@ test-all: lint
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/snapshot_scale.py
+	$(BIN)/python bench/churn_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import shutil
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -343,7 +344,11 @@ class ChurnRun:
     def _measure(self, number: int, step: Step, repetition: int, label: str) -> None:
         assert self.run_id is not None
         directory = self.artifacts / f"step-{number}-rep-{repetition}"
-        directory.mkdir(parents=True, exist_ok=True)
+        # Logs left by an attempt that was interrupted belong to no stored point (the last
+        # line of each may be cut off): a step starts from an empty log directory.
+        if directory.exists():
+            shutil.rmtree(directory)
+        directory.mkdir(parents=True)
         script = directory / "churn.sql"
         script.write_text(SCRIPT, encoding="utf-8")
         load = pgbench.Load(
