@@ -225,3 +225,82 @@ def test_sigint_keeps_finished_steps_and_resume_finishes(tmp_path: Path) -> None
         assert [p.params["name"] for p in results.points(1)] == ["one", "two"]
     assert "report: " in resumed.stdout
     assert not Sandbox.open(data_dir).is_running()
+
+
+class Recorder:
+    """A reporter that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.labels: list[str] = []
+
+    def step_started(self, label: str, seconds: int) -> None:
+        self.labels.append(label)
+
+    def tick(self, elapsed: float, tps: float | None, dead: int | None) -> None:
+        pass
+
+    def step_finished(self, label: str, metrics: object) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        self.messages.append(text)
+
+
+def test_continuous_repeated_steps_share_one_table(sandbox: Sandbox, tmp_path: Path) -> None:
+    steps = (Step("a", {"autovacuum_naptime": "2s"}), Step("b", {"autovacuum_naptime": "1s"}))
+    config = make_config(
+        "quick", steps=steps, seconds=3, warmup=1, backlog=2000, repeat=2, continuous=True
+    )
+    recorder = Recorder()
+    with Store.open(tmp_path / "results.sqlite") as store:
+        run_id = ChurnRun(config, Target.of_sandbox(sandbox), store, recorder).execute()
+        points = store.points(run_id)
+    assert [(p.params["name"], p.repetition) for p in points] == [
+        ("a", 0), ("b", 0), ("a", 1), ("b", 1),
+    ]  # fmt: skip
+    assert sum("backlog" in m for m in recorder.messages) == 1  # loaded once, not per step
+    assert recorder.labels[-1] == "step 2/2: b (repetition 2/2)"
+
+
+def _relations_outside(dsn: str, schema: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT n.nspname || '.' || c.relname FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', %s) "
+            "AND n.nspname !~ '^pg_toast'",
+            [schema],
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_named_server_run_stays_in_its_schema(database: str, tmp_path: Path) -> None:
+    """On a server the user names (the embedded 18, then VACUUMLAB_TEST_DSN): table-scope
+    settings need no ALTER SYSTEM, the study touches nothing outside schema vacuumlab, and
+    leaves nothing behind."""
+    import psycopg
+
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("CREATE TABLE bystander (id int PRIMARY KEY)")
+        conn.execute("INSERT INTO bystander SELECT generate_series(1, 100)")
+    before = _relations_outside(database, "vacuumlab")
+    step = Step(
+        "aggressive", {"autovacuum_vacuum_scale_factor": "0", "autovacuum_vacuum_threshold": "50",
+                       "autovacuum_vacuum_cost_delay": "0ms"}, "table",
+    )  # fmt: skip
+    config = make_config("quick", steps=(step,), seconds=4, warmup=1, backlog=2000, target="server")
+    target = Target.of_dsn(database, allow_alter_system=False, pg_bin=None)
+    with Store.open(tmp_path / "results.sqlite") as store:
+        run_id = ChurnRun(config, target, store).execute()
+        [point] = store.points(run_id)
+        assert point.metrics["transactions"] > 0
+        assert store.run(run_id).status == "done"
+    assert _relations_outside(database, "vacuumlab") == before
+    with psycopg.connect(database) as conn:
+        schemas = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'vacuumlab'").fetchall()
+        rows = conn.execute("SELECT count(*) FROM bystander").fetchone()
+    assert schemas == []  # the study's table and schema are gone
+    assert rows == (100,)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import psycopg
@@ -259,17 +259,35 @@ class ChurnRun:
             for n, step in enumerate(self.config.steps, start=1)
             if (_key(n, step), rep) not in done
         ]
-        status = "failed"
+        status: Literal["done", "failed", "interrupted"] = "failed"
         try:
             self._run_steps(todo)
             status = "done"
         except BaseException as exc:
-            status = "interrupted" if not isinstance(exc, Exception) else "failed"
+            status = "failed" if isinstance(exc, Exception) else "interrupted"
             raise
         finally:
-            self.target.restore()
-            self.store.finish_run(self.run_id, status)  # type: ignore[arg-type]
+            try:
+                self.target.restore()
+                self._clean_up()
+            finally:
+                self.store.finish_run(self.run_id, status)
         return self.run_id
+
+    def _clean_up(self) -> None:
+        """On a named server, leave nothing behind: the queue table goes, and the schema too
+        when nothing else is in it. The sandbox keeps the table for a look afterwards."""
+        if self.target.sandbox is not None:
+            return
+        execute_sql(
+            self.target.dsn,
+            sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(SCHEMA, TABLE)),
+        )
+        with contextlib.suppress(psycopg.errors.DependentObjectsStillExist):
+            execute_sql(
+                self.target.dsn,
+                sql.SQL("DROP SCHEMA IF EXISTS {} RESTRICT").format(sql.Identifier(SCHEMA)),
+            )
 
     def validate(self) -> None:
         """Check every step's settings before anything is measured."""
@@ -338,8 +356,12 @@ class ChurnRun:
             self.reporter.message(f"loading {self.config.backlog:,} backlog rows")
             _create_table(self.target.dsn, self.config.backlog)
         if step.scope == "table":
-            execute_sql(self.target.dsn, sql.SQL("ALTER TABLE {} SET ({})").format(
-                sql.Identifier(SCHEMA, TABLE), self._reloptions(step)))  # fmt: skip
+            execute_sql(
+                self.target.dsn,
+                sql.SQL("ALTER TABLE {} SET ({})").format(
+                    sql.Identifier(SCHEMA, TABLE), self._reloptions(step)
+                ),
+            )
 
     def _measure(self, number: int, step: Step, repetition: int, label: str) -> None:
         assert self.run_id is not None
