@@ -179,3 +179,25 @@ def test_demo_runs_and_leaves_no_server(tmp_path: Path) -> None:
         assert expected in result.stdout
     assert not Sandbox.open(directory).is_running()
     assert "autovacuum_naptime" not in (directory / "pgdata/postgresql.auto.conf").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("run", "churn", "--clients", "abc"), "Invalid value for '--clients'"),
+        (("report",), "Missing argument 'RUN'"),
+        (("snapshot", "--format", "xml"), "Invalid value for '--format'"),
+        (("no-such-command",), "No such command"),
+        (("run", "churn", "--preset", "nope"), "unknown preset 'nope'"),
+        (("run", "churn", "--warmup", "100"), "must be shorter than --seconds"),
+        (("run", "churn", "--steps", "/nonexistent.toml"), "cannot read /nonexistent.toml"),
+    ],
+)
+def test_usage_errors_are_one_line(args: tuple[str, ...], fragment: str) -> None:
+    assert_one_line_error(run_cli(*args), fragment)
+
+
+def test_report_and_runs_need_a_store(tmp_path: Path) -> None:
+    missing = str(tmp_path / "none.sqlite")
+    assert_one_line_error(run_cli("report", "1", "--store", missing), "no results store")
+    assert_one_line_error(run_cli("runs", "--store", missing), "no results store")

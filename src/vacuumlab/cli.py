@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console, RenderableType
@@ -484,14 +484,37 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: one-line errors with exit code 2, never a traceback for bad input."""
     try:
         with interrupt_on_signals():
-            app(args=argv, prog_name="vacuumlab")
+            code = app(args=argv, prog_name="vacuumlab", standalone_mode=False)
     except Interrupted:
         err.print("interrupted")
         sys.exit(130)
     except VacuumlabError as exc:
-        # Plain write: a console would wrap a long message onto several lines.
-        sys.stderr.write(f"error: {' '.join(str(exc).split())}\n")
-        sys.exit(2)
+        _fail(str(exc))
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(1)
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group called alone: its help
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(2)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        _fail(exc.format_message() + hint)  # type: ignore[attr-defined]
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _is_usage_error(exc: Exception) -> bool:
+    """Click's usage errors (bad option values, missing arguments), known by their interface:
+    Typer ships click as a private module, so there is no public class to name."""
+    return hasattr(exc, "format_message") and getattr(exc, "exit_code", None) == 2
+
+
+def _fail(message: str) -> NoReturn:
+    # Plain write: a console would wrap a long message onto several lines.
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+    sys.exit(2)
 
 
 __all__ = ["app", "default_dir", "main"]
