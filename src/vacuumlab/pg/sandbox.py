@@ -297,19 +297,7 @@ class Sandbox:
         for _attempt in range(3):  # the port may be taken between choosing and binding
             port = _free_port()
             try:
-                self._run(
-                    "pg_ctl",
-                    "-D",
-                    str(self.pgdata),
-                    "-l",
-                    str(self.log_path),
-                    "-w",
-                    "-t",
-                    "60",
-                    "-o",
-                    f"-p {port}",
-                    "start",
-                )
+                self._pg_ctl_start(port)
                 break
             except VacuumlabError:
                 if "could not bind" not in self._log_tail():
@@ -338,19 +326,14 @@ class Sandbox:
         """Restart on the same port, keeping this object's ownership of the server."""
         port = self.port
         self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+        self._pg_ctl_start(port)
+
+    def _pg_ctl_start(self, port: int) -> None:
+        """Start the server on ``port`` and wait (up to 60 s) until it accepts connections."""
         self._run(
-            "pg_ctl",
-            "-D",
-            str(self.pgdata),
-            "-l",
-            str(self.log_path),
-            "-w",
-            "-t",
-            "60",
-            "-o",
-            f"-p {port}",
-            "start",
-        )
+            "pg_ctl", "-D", str(self.pgdata), "-l", str(self.log_path),
+            "-w", "-t", "60", "-o", f"-p {port}", "start",
+        )  # fmt: skip
 
     def destroy(self) -> None:
         """Stop the server and delete the sandbox directory."""

@@ -289,48 +289,29 @@ def comparison_chart(
         axes = fig.subplots(2, 2, sharex=True)
         (lat_ax, sd_ax), (tps_ax, dead_ax) = axes
         any_post = False
+        # Each panel: the metric and, where it has one, its 95 % interval.
+        panels = (
+            (lat_ax, "latency_mean_ms", "latency_mean_ci_low", "latency_mean_ci_high"),
+            (sd_ax, "latency_stddev_ms", None, None),
+            (tps_ax, "tps", "tps_ci_low", "tps_ci_high"),
+            (dead_ax, "dead_tuples_peak", None, None),
+        )
         for k, rep in enumerate(reps):
             rows = sorted((r for r in results if r.repetition == rep), key=lambda r: r.step)
             offset = (k - (len(reps) - 1) / 2) * 0.12
             xs = [r.step + offset for r in rows]
             hex_color = _rep_color(k)
             label = _rep_label(rep, len(reps))
-            _with_ci(
-                lat_ax,
-                xs,
-                [r.latency_mean_ms for r in rows],
-                [r.latency_mean_ci_low for r in rows],
-                [r.latency_mean_ci_high for r in rows],
-                color=hex_color,
-                label=label,
-            )
-            _with_ci(
-                sd_ax,
-                xs,
-                [r.latency_stddev_ms for r in rows],
-                [None] * len(rows),
-                [None] * len(rows),
-                color=hex_color,
-                label=label,
-            )
-            _with_ci(
-                tps_ax,
-                xs,
-                [r.tps for r in rows],
-                [r.tps_ci_low for r in rows],
-                [r.tps_ci_high for r in rows],
-                color=hex_color,
-                label=label,
-            )
-            _with_ci(
-                dead_ax,
-                xs,
-                [r.dead_tuples_peak for r in rows],
-                [None] * len(rows),
-                [None] * len(rows),
-                color=hex_color,
-                label=label,
-            )
+            for ax, value, low, high in panels:
+                _with_ci(
+                    ax,
+                    xs,
+                    [getattr(r, value) for r in rows],
+                    [getattr(r, low) if low else None for r in rows],
+                    [getattr(r, high) if high else None for r in rows],
+                    color=hex_color,
+                    label=label,
+                )
         for ax, values, unit in (
             (lat_ax, published_latency_ms, "ms"),
             (sd_ax, published_stddev_ms, "ms"),
