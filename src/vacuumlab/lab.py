@@ -1,12 +1,17 @@
-"""Running studies from the command line: where results go, and a live progress display."""
+"""Running studies: the shared run loop, where results go, and a live progress display."""
 
 from __future__ import annotations
 
+import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import psycopg
+from psycopg import sql
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -17,7 +22,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import default_home
+from vacuumlab.pg.target import Target
+from vacuumlab.store import Store, point_key
+
+#: Every study works inside this schema, on the sandbox and on a named server alike.
+SCHEMA = "vacuumlab"
 
 
 def default_store() -> Path:
@@ -74,3 +85,97 @@ def _brief(metrics: Mapping[str, Any]) -> str:
     if tps is None or mean is None:
         return "done"
     return f"tps {tps:,.0f} · latency {mean:.2f} ms · {avs} autovacuums"
+
+
+# -- running a study ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One point a study plans to measure: its stored parameters and repetition."""
+
+    params: dict[str, Any]
+    repetition: int
+
+
+class StudyRun(ABC):
+    """What every study run shares: the run record, resume, the final status, restoring the
+    target's settings and, on a named server, leaving nothing behind.
+
+    A study says what it plans (:meth:`plan`) and how to measure one point (:meth:`measure`);
+    each measured point is committed to the store before the next one starts.
+    """
+
+    study: str
+    #: Tables the study creates in schema ``vacuumlab``; dropped at the end on a named server.
+    tables: tuple[str, ...] = ()
+
+    def __init__(self, target: Target, store: Store, run_id: int | None = None) -> None:
+        self.target, self.store, self.run_id = target, store, run_id
+
+    @abstractmethod
+    def params(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def validate(self) -> None:
+        """Check everything that can be checked before the first measurement."""
+
+    @abstractmethod
+    def plan(self) -> list[Planned]: ...
+
+    @abstractmethod
+    def measure(self, todo: list[Planned]) -> None:
+        """Measure the points, committing each to the store as it finishes."""
+
+    @property
+    def artifacts(self) -> Path:
+        """Where raw files of this run (pgbench logs) are kept, beside the store."""
+        assert self.run_id is not None
+        return self.store.path.parent / "runs" / str(self.run_id)
+
+    def execute(self) -> int:
+        """Measure every planned point not yet in the store; returns the run id. However the
+        run ends, its status is recorded and the target's settings are restored."""
+        self.validate()
+        if self.run_id is None:
+            self.run_id = self._create_run()
+        done = self.store.done(self.run_id)
+        todo = [p for p in self.plan() if (point_key(p.params), p.repetition) not in done]
+        status: Literal["done", "failed", "interrupted"] = "failed"
+        try:
+            self.measure(todo)
+            status = "done"
+        except BaseException as exc:
+            status = "failed" if isinstance(exc, Exception) else "interrupted"
+            raise
+        finally:
+            try:
+                self.target.restore()
+                self._clean_up()
+            finally:
+                self.store.finish_run(self.run_id, status)
+        return self.run_id
+
+    def _create_run(self) -> int:
+        with connect(self.target.dsn) as session:
+            version = session.info.version
+            rows = session.fetch("settings", dict)
+        settings = {r["name"]: r["setting"] + (r["unit"] or "") for r in rows}
+        return self.store.create_run(
+            self.study, self.params(), server_version=version, settings=settings
+        )
+
+    def _clean_up(self) -> None:
+        """On a named server, drop the study's tables, and its schema when nothing else is
+        in it. The sandbox keeps them for a look afterwards."""
+        if self.target.sandbox is not None:
+            return
+        with psycopg.connect(self.target.dsn, autocommit=True) as conn:
+            for table in self.tables:
+                conn.execute(
+                    sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(SCHEMA, table))
+                )
+            with contextlib.suppress(psycopg.errors.DependentObjectsStillExist):
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} RESTRICT").format(sql.Identifier(SCHEMA))
+                )

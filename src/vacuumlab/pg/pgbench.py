@@ -98,7 +98,10 @@ class Process:
 
     def wait(self) -> str:
         """Wait for the end; pgbench's stdout, or a one-line error when it failed."""
-        stdout, _ = self._proc.communicate()
+        # Not communicate(): it would read (and close) stderr under the reader thread's feet.
+        assert self._proc.stdout is not None
+        stdout = self._proc.stdout.read()
+        self._proc.wait()
         self._reader.join()
         if self._proc.returncode != 0:
             detail = _last_line("".join(self._lines)) or f"exit code {self._proc.returncode}"
@@ -109,8 +112,11 @@ class Process:
         """Stop pgbench (on interrupt); safe to call when it has ended."""
         if self._proc.poll() is None:
             self._proc.terminate()
-        self._proc.communicate()
+        self._proc.wait()
         self._reader.join()
+        for pipe in (self._proc.stdout, self._proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _last_line(text: str) -> str:

@@ -17,26 +17,26 @@ import os
 import shutil
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.lab import SCHEMA, Planned, StudyRun
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.stats import analysis
 from vacuumlab.stats.sampler import Sample, Sampler, autovacuum_runs
-from vacuumlab.store import Store, point_key
+from vacuumlab.store import Store
 from vacuumlab.studies.churn_spec import POST_STEPS, PRESETS, STUDY, Step
 
-SCHEMA = "vacuumlab"
 TABLE = "bencher"
 
 #: The post's DO block, on vacuumlab's own schema. ``updated_at < now()`` skips the row this
@@ -230,64 +230,45 @@ class Silent:
 # -- the run -----------------------------------------------------------------------------------
 
 
-@dataclass
-class ChurnRun:
+class ChurnRun(StudyRun):
     """One run of the study on one target, recording into one store."""
 
-    config: ChurnConfig
-    target: Target
-    store: Store
-    reporter: Reporter = field(default_factory=Silent)
-    run_id: int | None = None
+    study = STUDY
+    tables = (TABLE,)
 
-    @property
-    def artifacts(self) -> Path:
-        """Where the raw pgbench logs of this run are kept."""
-        assert self.run_id is not None
-        return self.store.path.parent / "runs" / str(self.run_id)
+    def __init__(
+        self,
+        config: ChurnConfig,
+        target: Target,
+        store: Store,
+        reporter: Reporter | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        super().__init__(target, store, run_id)
+        self.config = config
+        self.reporter: Reporter = reporter or Silent()
 
-    def execute(self) -> int:
-        """Run every step not yet in the store; returns the run id. Interruptions and
-        failures mark the run and re-raise; finished steps stay stored."""
-        self.validate()
-        if self.run_id is None:
-            self.run_id = self._create_run()
-        done = self.store.done(self.run_id)
-        todo = [
-            (n, step, rep)
+    def params(self) -> dict[str, Any]:
+        return self.config.params()
+
+    def plan(self) -> list[Planned]:
+        return [
+            Planned(_step_params(n, step), rep)
             for rep in range(self.config.repeat)
             for n, step in enumerate(self.config.steps, start=1)
-            if (_key(n, step), rep) not in done
         ]
-        status: Literal["done", "failed", "interrupted"] = "failed"
-        try:
-            self._run_steps(todo)
-            status = "done"
-        except BaseException as exc:
-            status = "failed" if isinstance(exc, Exception) else "interrupted"
-            raise
-        finally:
-            try:
-                self.target.restore()
-                self._clean_up()
-            finally:
-                self.store.finish_run(self.run_id, status)
-        return self.run_id
 
-    def _clean_up(self) -> None:
-        """On a named server, leave nothing behind: the queue table goes, and the schema too
-        when nothing else is in it. The sandbox keeps the table for a look afterwards."""
-        if self.target.sandbox is not None:
-            return
-        execute_sql(
-            self.target.dsn,
-            sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(SCHEMA, TABLE)),
-        )
-        with contextlib.suppress(psycopg.errors.DependentObjectsStillExist):
-            execute_sql(
-                self.target.dsn,
-                sql.SQL("DROP SCHEMA IF EXISTS {} RESTRICT").format(sql.Identifier(SCHEMA)),
-            )
+    def measure(self, todo: list[Planned]) -> None:
+        fresh_table = True
+        for planned in todo:
+            number = int(planned.params["step"])
+            step = self.config.steps[number - 1]
+            label = f"step {number}/{len(self.config.steps)}: {step.name}"
+            if self.config.repeat > 1:
+                label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
+            self._prepare(step, fresh_table or not self.config.continuous)
+            fresh_table = False
+            self._measure(number, step, planned.repetition, label)
 
     def validate(self) -> None:
         """Check every step's settings before anything is measured."""
@@ -329,25 +310,6 @@ class ChurnRun:
             parts.append(sql.SQL("{} = {}").format(sql.Identifier(name), sql.Literal(value)))
         return sql.SQL(", ").join(parts)
 
-    def _create_run(self) -> int:
-        with connect(self.target.dsn) as session:
-            version = session.info.version
-            rows = session.fetch("settings", dict)
-        settings = {r["name"]: r["setting"] + (r["unit"] or "") for r in rows}
-        return self.store.create_run(
-            STUDY, self.config.params(), server_version=version, settings=settings
-        )
-
-    def _run_steps(self, todo: Sequence[tuple[int, Step, int]]) -> None:
-        fresh_table = True
-        for number, step, repetition in todo:
-            label = f"step {number}/{len(self.config.steps)}: {step.name}"
-            if self.config.repeat > 1:
-                label += f" (repetition {repetition + 1}/{self.config.repeat})"
-            self._prepare(step, fresh_table or not self.config.continuous)
-            fresh_table = False
-            self._measure(number, step, repetition, label)
-
     def _prepare(self, step: Step, recreate: bool) -> None:
         """Settings first, then (unless continuous) a fresh table with the same backlog."""
         if step.scope == "server":
@@ -386,7 +348,7 @@ class ChurnRun:
         metrics, series = summarize_step(result, self.config)
         self.store.record_point(
             self.run_id,
-            {"step": number, "name": step.name, "scope": step.scope, "settings": step.settings},
+            _step_params(number, step),
             repetition,
             metrics,
             started_at=result.started_at,  # the moment the load started: t = 0 of the series
@@ -396,10 +358,8 @@ class ChurnRun:
         self.reporter.step_finished(label, metrics)
 
 
-def _key(number: int, step: Step) -> str:
-    return point_key(
-        {"step": number, "name": step.name, "scope": step.scope, "settings": step.settings}
-    )
+def _step_params(number: int, step: Step) -> dict[str, Any]:
+    return {"step": number, "name": step.name, "scope": step.scope, "settings": step.settings}
 
 
 def execute_sql(dsn: str, *statements: sql.SQL | sql.Composed) -> None:
