@@ -27,9 +27,14 @@ GROUPS = {("sandbox",), ("run",)}
 
 
 def test_command_tree_is_complete() -> None:
-    expected = {"sandbox", "snapshot", "demo", "version", "run", "run churn", "report", "runs"} | {
-        f"sandbox {c}" for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")
-    }
+    expected = (
+        {"sandbox", "snapshot", "demo", "version", "run", "run churn", "run cost-driver"}
+        | {"report", "runs"}
+        | {
+            f"sandbox {c}"
+            for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")
+        }
+    )
     assert {" ".join(c) for c in COMMANDS} == expected
 
 

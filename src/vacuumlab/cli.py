@@ -22,6 +22,7 @@ from rich.console import Console, RenderableType
 from vacuumlab import __version__
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox, default_dir, interrupt_on_signals
+from vacuumlab.store import Store
 
 app = typer.Typer(
     help="Measure, explain and tune PostgreSQL vacuum for high-churn tables.",
@@ -312,7 +313,8 @@ _STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings) instead of t
 _CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
 _DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
 _ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
-_RESUME_HELP = "Finish an interrupted run: run the steps it lacks."
+_RESUME_HELP = "Finish an interrupted run: measure what it lacks."
+_MANUAL_HELP = "Also measure each point with VACUUM (VERBOSE) and no cost delay: the pure work."
 
 
 @run_app.command("churn")
@@ -346,12 +348,11 @@ def run_churn(
     from vacuumlab.pg.target import Target
     from vacuumlab.report.churn import render_churn_report
     from vacuumlab.report.churn_text import summary_table
-    from vacuumlab.store import Store
     from vacuumlab.studies import churn
 
     with Store.open(store_path or default_store()) as store:
         if resume is not None:
-            config = _resumable(store, resume, dsn)
+            config = churn.ChurnConfig.from_params(_resumable_params(store, resume, "churn", dsn))
         else:
             chosen = churn.load_steps(steps) if steps is not None else None
             config = churn.make_config(
@@ -378,39 +379,113 @@ def run_churn(
                 f"{config.clients} clients, {config.jobs} threads, backlog {config.backlog:,}"
             )
             run = churn.ChurnRun(config, target, store, reporter, run_id=resume)
-            try:
-                with reporter.shown():
-                    run_id = run.execute()
-            except Interrupted:
-                if run.run_id is not None:
-                    err.print(
-                        f"run {run.run_id} interrupted; its finished steps are stored. "
-                        f"Continue with: vacuumlab run churn --resume {run.run_id}"
-                    )
-                raise
+            run_id = _execute(run, reporter, "churn")
         out.print(summary_table(store, run_id))
         html = render_churn_report(store, run_id, output or _report_dir(store.path, run_id))
         out.print(f"report: {html}")
 
 
-def _report_dir(store_path: Path, run_id: int) -> Path:
-    return store_path.parent / "runs" / str(run_id) / "report"
+def _int_list(text: str | None, option: str) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise VacuumlabError(f"{option} takes numbers separated by commas, not {text!r}") from None
 
 
-def _resumable(store: object, run_id: int, dsn: str | None) -> Any:
-    from vacuumlab.store import Store
-    from vacuumlab.studies import churn
+@run_app.command("cost-driver")
+def run_cost_driver(
+    preset: Annotated[
+        str, typer.Option(help="quick (1M rows, 72 points) or paper (10M, 360).")
+    ] = "quick",
+    rows: Annotated[int | None, typer.Option(help="Rows in the table.")] = None,
+    distributions: Annotated[
+        str | None, typer.Option(help="compact,spread (or one of them).")
+    ] = None,
+    dead: Annotated[str | None, typer.Option(help="Dead shares in %, e.g. 10,25,50.")] = None,
+    indexes: Annotated[str | None, typer.Option(help="Index counts, e.g. 0,1,3,5.")] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each combination.")] = None,
+    manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
+    dsn: Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)] = None,
+    allow_alter_system: Annotated[
+        bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)
+    ] = False,
+    resume: Annotated[
+        int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")
+    ] = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    """Dead tuples or dirty pages: vacuum's cost over a matrix of tables (seed 001).
 
-    assert isinstance(store, Store)
+    Example: vacuumlab run cost-driver --rows 200000 --indexes 0,2 --repeat 2 --manual
+    """
+    from vacuumlab.lab import PointsReporter, default_store
+    from vacuumlab.pg.target import Target
+    from vacuumlab.report.cost_driver import render_cost_driver_report
+    from vacuumlab.studies import cost_driver
+
+    with Store.open(store_path or default_store()) as store:
+        if resume is not None:
+            params = _resumable_params(store, resume, "cost-driver", dsn)
+            config = cost_driver.CostDriverConfig.from_params(params)
+        else:
+            chosen = None if distributions is None else tuple(distributions.split(","))
+            config = cost_driver.make_config(
+                preset,
+                rows=rows,
+                distributions=chosen,
+                dead_pcts=_int_list(dead, "--dead"),
+                indexes=_int_list(indexes, "--indexes"),
+                repeat=repeat,
+                manual=manual or None,
+                target="server" if dsn else "sandbox",
+            )
+        reporter = PointsReporter(err)
+        with contextlib.ExitStack() as stack:
+            if dsn is None:
+                target = Target.of_sandbox(
+                    stack.enter_context(Sandbox.start(data_dir, pg_bin=pg_bin))
+                )
+            else:
+                target = Target.of_dsn(dsn, allow_alter_system=allow_alter_system, pg_bin=pg_bin)
+            err.print(f"cost-driver on the {target.label}: {cost_driver.describe(config)}")
+            run = cost_driver.CostDriverRun(config, target, store, reporter, run_id=resume)
+            run_id = _execute(run, reporter, "cost-driver")
+        html = render_cost_driver_report(store, run_id, output or _report_dir(store.path, run_id))
+        out.print(f"report: {html}")
+
+
+def _execute(run: Any, reporter: Any, study: str) -> int:
+    """Run a study with its progress display; on Ctrl-C, say how to resume."""
+    try:
+        with reporter.shown():
+            return int(run.execute())
+    except Interrupted:
+        if run.run_id is not None:
+            err.print(
+                f"run {run.run_id} interrupted; its finished points are stored. "
+                f"Continue with: vacuumlab run {study} --resume {run.run_id}"
+            )
+        raise
+
+
+def _resumable_params(store: Store, run_id: int, study: str, dsn: str | None) -> dict[str, Any]:
     run = store.run(run_id)
-    if run.study != "churn":
-        raise VacuumlabError(f"run {run_id} is a {run.study} run, not churn")
+    if run.study != study:
+        raise VacuumlabError(f"run {run_id} is a {run.study} run, not {study}")
     if run.status == "done":
         raise VacuumlabError(f"run {run_id} is complete; nothing to resume")
-    config = churn.ChurnConfig.from_params(run.params)
-    if config.target == "server" and dsn is None:
+    if run.params.get("target") == "server" and dsn is None:
         raise VacuumlabError(f"run {run_id} ran on a named server: give its --dsn again")
-    return config
+    return run.params
+
+
+def _report_dir(store_path: Path, run_id: int) -> Path:
+    return store_path.parent / "runs" / str(run_id) / "report"
 
 
 @app.command("report")
@@ -432,13 +507,17 @@ def report(
     """
     from vacuumlab.lab import default_store
     from vacuumlab.report.churn import render_churn_report
-    from vacuumlab.store import Store
+    from vacuumlab.report.cost_driver import render_cost_driver_report
 
     path = store_path or default_store()
     if not path.exists():
         raise VacuumlabError(f"no results store at {path}: run a study first, or pass --store")
     with Store.open(path) as store:
-        html = render_churn_report(store, run_id, output or _report_dir(path, run_id))
+        study = store.run(run_id).study
+        renderers = {"churn": render_churn_report, "cost-driver": render_cost_driver_report}
+        if study not in renderers:
+            raise VacuumlabError(f"run {run_id} is a {study} run; no report for that study yet")
+        html = renderers[study](store, run_id, output or _report_dir(path, run_id))
     out.print(str(html))
 
 
@@ -452,7 +531,6 @@ def runs(store_path: StoreOpt = None) -> None:
     from rich.text import Text
 
     from vacuumlab.lab import default_store
-    from vacuumlab.store import Store
 
     path = store_path or default_store()
     if not path.exists():

@@ -79,6 +79,52 @@ class ProgressReporter:
             yield self
 
 
+class PointsReporter:
+    """One progress bar over a matrix of points, with the last point's result beside it."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            TextColumn("left"),
+            TimeRemainingColumn(),
+            console=console,
+        )
+        self._task: TaskID | None = None
+
+    def start(self, total: int) -> None:
+        self._task = self.progress.add_task("points", total=total)
+
+    def point_started(self, label: str) -> None:
+        if self._task is not None:
+            self.progress.update(self._task, description=label)
+
+    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
+        duration = next(
+            (
+                metrics[k]
+                for k in ("duration_stats_s", "duration_log_s", "duration_wall_s")
+                if metrics.get(k) is not None
+            ),
+            None,
+        )
+        if duration is not None:
+            self.progress.console.print(f"· {label}: {duration:.2f} s", style="dim")
+        if self._task is not None:
+            self.progress.advance(self._task)
+
+    def message(self, text: str) -> None:
+        pass  # per-point set-up steps would flood the screen; the bar says where we are
+
+    @contextmanager
+    def shown(self) -> Iterator[PointsReporter]:
+        with self.progress:
+            yield self
+
+
 def _brief(metrics: Mapping[str, Any]) -> str:
     tps, mean = metrics.get("tps"), metrics.get("latency_mean_ms")
     avs = metrics.get("autovacuum_count")

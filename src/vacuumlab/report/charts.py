@@ -33,7 +33,7 @@ Samples = Sequence[tuple[float, float | None]]
 
 #: Fixed hash salt and no date: the same data gives byte-identical SVG.
 _SVG_RC: dict[RcKeyType, Any] = {"svg.hashsalt": "vacuumlab", "svg.fonttype": "path"}
-_STYLE: dict[RcKeyType, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,
@@ -66,7 +66,7 @@ def _arrays(samples: Samples) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.f
     return t, v
 
 
-def _no_data(ax: Axes, text: str) -> None:
+def no_data(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="#666666")
 
 
@@ -86,7 +86,7 @@ def step_chart(
     on both panels (a run of unknown or zero duration as a line). The warm-up, excluded from
     the step's metrics, is hatched grey.
     """
-    with mpl.rc_context(_STYLE):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=STEP_FIGSIZE, layout="constrained")
         lat_ax, tps_ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1.0]})
         dead_ax = lat_ax.twinx()
@@ -160,7 +160,7 @@ def step_chart(
         if latency_p50 or latency_p99:
             lat_ax.set_ylim(bottom=0)
         else:
-            _no_data(lat_ax, "no per-second latency recorded")
+            no_data(lat_ax, "no per-second latency recorded")
         lat_ax.set_ylabel("latency (ms)")
 
         if tps:
@@ -168,7 +168,7 @@ def step_chart(
             tps_ax.plot(t, v, color=TPS_COLOR, linewidth=1.1)
             tps_ax.set_ylim(bottom=0)
         else:
-            _no_data(tps_ax, "no per-second TPS recorded")
+            no_data(tps_ax, "no per-second TPS recorded")
         tps_ax.set_ylabel("TPS")
         tps_ax.set_xlabel("seconds since the step's load started")
         tps_ax.set_xlim(0.0, max(t_end, 1.0))
@@ -198,7 +198,7 @@ class StepResult:
     dead_tuples_peak: float | None = None
 
 
-def _with_ci(
+def with_ci(
     ax: Axes,
     xs: Sequence[float],
     values: Sequence[float | None],
@@ -239,7 +239,7 @@ def _with_ci(
     return True
 
 
-def _published(
+def published_axis(
     ax: Axes, values: Mapping[int, float], steps: Sequence[int], unit: str
 ) -> Axes | None:
     """The post's figures on a right axis of their own: only their direction is comparable."""
@@ -284,7 +284,7 @@ def comparison_chart(
     where given, on a right axis of their own."""
     steps = sorted({r.step for r in results})
     reps = sorted({r.repetition for r in results})
-    with mpl.rc_context(_STYLE):
+    with mpl.rc_context(STYLE):
         fig = Figure(figsize=COMPARISON_FIGSIZE, layout="constrained")
         axes = fig.subplots(2, 2, sharex=True)
         (lat_ax, sd_ax), (tps_ax, dead_ax) = axes
@@ -303,7 +303,7 @@ def comparison_chart(
             hex_color = _rep_color(k)
             label = _rep_label(rep, len(reps))
             for ax, value, low, high in panels:
-                _with_ci(
+                with_ci(
                     ax,
                     xs,
                     [getattr(r, value) for r in rows],
@@ -317,7 +317,7 @@ def comparison_chart(
             (sd_ax, published_stddev_ms, "ms"),
             (tps_ax, published_tps, "TPS"),
         ):
-            any_post = _published(ax, values, steps, unit) is not None or any_post
+            any_post = published_axis(ax, values, steps, unit) is not None or any_post
 
         lat_ax.set_title("mean latency, 95 % CI")
         lat_ax.set_ylabel("ms")
@@ -335,7 +335,7 @@ def comparison_chart(
             if steps:
                 ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
             if not ax.has_data():
-                _no_data(ax, "not recorded")
+                no_data(ax, "not recorded")
 
         handles: list[Any] = []
         for k, rep in enumerate(reps):

@@ -13,17 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
-from matplotlib.figure import Figure
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.report import charts
+from vacuumlab.report.common import (
+    DASH,
+    Cell,
+    duration,
+    environment,
+    machine_rows,
+    metric,
+    text,
+    when,
+    write_png,
+)
 from vacuumlab.store import Metric, Point, Run, Store
 from vacuumlab.studies.churn_spec import (
     POST_STEPS,
@@ -35,7 +42,6 @@ from vacuumlab.studies.churn_spec import (
 
 REPORT_FILE = "report.html"
 COMPARISON_PNG = "comparison.png"
-DASH = "—"
 NOT_PUBLISHED = "not published"
 
 _STATUS_NOTICE = {
@@ -61,14 +67,6 @@ _PARAM_LABELS = (
 
 
 # -- the view model: plain strings, escaped by the template --------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """A formatted number and, optionally, its 95 % CI in smaller type."""
-
-    value: str
-    ci: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +144,7 @@ def _as_step(raw: Mapping[str, Any], fallback_number: int) -> _Step:
         name=str(raw.get("name") or f"step {number}"),
         scope=str(raw.get("scope") or "server"),
         settings=(
-            {str(k): _text(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
+            {str(k): text(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
         ),
     )
 
@@ -157,21 +155,6 @@ def _planned_steps(run: Run) -> dict[int, _Step]:
         return {}
     steps = [_as_step(s, i + 1) for i, s in enumerate(raw) if isinstance(s, dict)]
     return {s.number: s for s in steps}
-
-
-def _metric(metrics: Mapping[str, Metric], name: str) -> float | None:
-    value = metrics.get(name)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return DASH
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 # -- formatting ----------------------------------------------------------------------------
@@ -221,10 +204,10 @@ def _growth(start: float | None, end: float | None) -> Cell:
         return Cell(DASH)
     delta = end - start
     sign = "+" if delta >= 0 else "−"
-    text = f"{sign}{_bytes(abs(delta))}"
+    shown = f"{sign}{_bytes(abs(delta))}"
     if start > 0:
-        return Cell(text, f"{sign}{abs(delta) / start * 100:.0f} %")
-    return Cell(text)
+        return Cell(shown, f"{sign}{abs(delta) / start * 100:.0f} %")
+    return Cell(shown)
 
 
 def _correlation(value: float | None) -> str:
@@ -232,7 +215,7 @@ def _correlation(value: float | None) -> str:
 
 
 def _cells(metrics: Mapping[str, Metric]) -> dict[str, Cell]:
-    m = {name: _metric(metrics, name) for name in metrics}
+    m = {name: metric(metrics, name) for name in metrics}
 
     def get(name: str) -> float | None:
         return m.get(name)
@@ -278,41 +261,10 @@ def _differs_from_post(step: _Step) -> bool:
     return any(step.settings.get(name) != value for name, value in post.items())
 
 
-def _when(moment: datetime | None) -> str:
-    return DASH if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _duration(start: datetime, end: datetime | None) -> str:
-    if end is None:
-        return DASH
-    seconds = round((end - start).total_seconds())
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
-
-
-def _machine_rows(machine: Mapping[str, Any]) -> list[tuple[str, str]]:
-    memory = machine.get("memory_bytes")
-    memory_text = (
-        f"{memory / 2**30:.1f} GiB"
-        if isinstance(memory, int | float) and not isinstance(memory, bool)
-        else DASH
-    )
-    return [
-        ("host", _text(machine.get("hostname"))),
-        ("CPU cores", _text(machine.get("cpu_count"))),
-        ("memory", memory_text),
-        ("platform", _text(machine.get("platform"))),
-        ("architecture", _text(machine.get("machine"))),
-        ("Python", _text(machine.get("python"))),
-        ("vacuumlab", _text(machine.get("vacuumlab_version"))),
-    ]
-
-
 def _param_rows(params: Mapping[str, Any]) -> list[tuple[str, str]]:
     known = {key for key, _ in _PARAM_LABELS}
-    rows = [(label, _text(params.get(key))) for key, label in _PARAM_LABELS]
-    rows += [(key, _text(params[key])) for key in sorted(params) if key not in known | {"steps"}]
+    rows = [(label, text(params.get(key))) for key, label in _PARAM_LABELS]
+    rows += [(key, text(params[key])) for key in sorted(params) if key not in known | {"steps"}]
     return rows
 
 
@@ -336,25 +288,6 @@ def _step_caption(step: _Step, point: Point, reps: int, autovacuums: int) -> str
 # -- rendering -----------------------------------------------------------------------------
 
 
-@cache
-def _environment() -> Environment:
-    return Environment(
-        loader=PackageLoader("vacuumlab.report", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-
-
-def _write_png(fig: Figure, path: Path) -> None:
-    try:
-        charts.save_png(fig, path)
-    except OSError as exc:
-        raise VacuumlabError(f"{path}: cannot write: {exc.strerror or exc}") from exc
-
-
 def _step_chart(
     store: Store, step: _Step, point: Point, warmup: float | None, out_dir: Path
 ) -> tuple[Markup, str, int]:
@@ -373,7 +306,7 @@ def _step_chart(
     )
     png = f"step-{step.number}.png"
     svg = Markup(charts.svg_markup(fig, f"chart-step-{step.number}"))
-    _write_png(fig, out_dir / png)
+    write_png(fig, out_dir / png)
     return svg, png, len(autovacuums)
 
 
@@ -385,14 +318,14 @@ def _comparison(points: Sequence[tuple[_Step, Point]], out_dir: Path) -> Markup:
             charts.StepResult(
                 step=step.number,
                 repetition=point.repetition,
-                latency_mean_ms=_metric(m, "latency_mean_ms"),
-                latency_mean_ci_low=_metric(m, "latency_mean_ci_low"),
-                latency_mean_ci_high=_metric(m, "latency_mean_ci_high"),
-                latency_stddev_ms=_metric(m, "latency_stddev_ms"),
-                tps=_metric(m, "tps"),
-                tps_ci_low=_metric(m, "tps_ci_low"),
-                tps_ci_high=_metric(m, "tps_ci_high"),
-                dead_tuples_peak=_metric(m, "dead_tuples_peak"),
+                latency_mean_ms=metric(m, "latency_mean_ms"),
+                latency_mean_ci_low=metric(m, "latency_mean_ci_low"),
+                latency_mean_ci_high=metric(m, "latency_mean_ci_high"),
+                latency_stddev_ms=metric(m, "latency_stddev_ms"),
+                tps=metric(m, "tps"),
+                tps_ci_low=metric(m, "tps_ci_low"),
+                tps_ci_high=metric(m, "tps_ci_high"),
+                dead_tuples_peak=metric(m, "dead_tuples_peak"),
             )
         )
     shown = {step.number for step, _ in points if not _differs_from_post(step)}
@@ -404,7 +337,7 @@ def _comparison(points: Sequence[tuple[_Step, Point]], out_dir: Path) -> Markup:
         published_tps={n: p.tps for n, p in post.items()},
     )
     svg = Markup(charts.svg_markup(fig, "chart-comparison"))
-    _write_png(fig, out_dir / COMPARISON_PNG)
+    write_png(fig, out_dir / COMPARISON_PNG)
     return svg
 
 
@@ -481,9 +414,9 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
         summary += step_rows
         if rows_of_step:
             point = rows_of_step[0][1]
-            warmup = _metric(point.metrics, "warmup_s")
+            warmup = metric(point.metrics, "warmup_s")
             if warmup is None:
-                warmup = _metric(run.params, "warmup")
+                warmup = metric(run.params, "warmup")
             svg, png, autovacuums = _step_chart(store, step, point, warmup, out_dir)
             baseline = planned.get(number - 1, previous)
             sections.append(
@@ -517,9 +450,9 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
     version = run.server_version
     overview = [
         ("status", run.status),
-        ("started", _when(run.started_at)),
-        ("ended", _when(run.ended_at)),
-        ("duration", _duration(run.started_at, run.ended_at)),
+        ("started", when(run.started_at)),
+        ("ended", when(run.ended_at)),
+        ("duration", duration(run.started_at, run.ended_at)),
         ("server", version),
         ("steps recorded", f"{len(by_step)} of {max(len(planned), len(by_step))}"),
     ]
@@ -529,9 +462,9 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
         notices=notices,
         note=run.note,
         overview=overview,
-        machine=_machine_rows(run.machine),
+        machine=machine_rows(run.machine),
         params=_param_rows(run.params),
-        server_settings=sorted((str(k), _text(v)) for k, v in run.settings.items()),
+        server_settings=sorted((str(k), text(v)) for k, v in run.settings.items()),
         summary=summary,
         steps=sections,
         comparison_svg=comparison_svg,
@@ -554,7 +487,7 @@ def render_churn_report(store: Store, run_id: int, out_dir: Path) -> Path:
     except OSError as exc:
         raise VacuumlabError(f"{out_dir}: cannot create: {exc.strerror or exc}") from exc
     report = build_report(store, run, points, out_dir)
-    html = _environment().get_template("churn.html.j2").render(r=report)
+    html = environment().get_template("churn.html.j2").render(r=report)
     path = out_dir / REPORT_FILE
     try:
         path.write_text(html, encoding="utf-8")

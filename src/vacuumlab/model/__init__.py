@@ -1,0 +1,1 @@
+"""Models of PostgreSQL behaviour that predict what a measurement should show."""

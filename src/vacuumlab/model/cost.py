@@ -1,0 +1,156 @@
+"""Cost-based vacuum delay: what a vacuum's buffer traffic costs and how long it sleeps for it.
+
+PostgreSQL charges every buffer access of a vacuum to a running balance
+(src/backend/storage/buffer/bufmgr.c): ``vacuum_cost_page_hit`` for a page found in shared
+buffers, ``vacuum_cost_page_miss`` for one read in, ``vacuum_cost_page_dirty`` for one it dirties.
+Once the balance reaches the cost limit, ``vacuum_delay_point()`` (src/backend/commands/vacuum.c)
+sleeps ``delay * balance / limit`` ms (at most 4 × delay) and resets the balance. Summed over a
+run the sleeps come to ``cost / limit * delay``, which is what this module predicts.
+
+The defaults changed over time (page miss 10 before PostgreSQL 14, 2 since; autovacuum delay
+20 ms before 12, 2 ms since), so nothing here has defaults: the caller passes the server's own
+values, normally read from ``pg_settings``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from vacuumlab.errors import VacuumlabError
+
+_PAGE_COSTS: Final = ("vacuum_cost_page_hit", "vacuum_cost_page_miss", "vacuum_cost_page_dirty")
+_MANUAL: Final = (*_PAGE_COSTS, "vacuum_cost_limit", "vacuum_cost_delay")
+# The autovacuum values fall back to the manual ones, so both pairs are required up front: one
+# error can then name everything that is missing.
+_AUTOVACUUM: Final = (*_MANUAL, "autovacuum_vacuum_cost_limit", "autovacuum_vacuum_cost_delay")
+_MS_PER_S: Final = 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class CostSettings:
+    """The cost parameters one vacuum runs with: page costs, limit, delay in milliseconds."""
+
+    page_hit: float
+    page_miss: float
+    page_dirty: float
+    limit: int
+    delay_ms: float
+
+    def __post_init__(self) -> None:
+        if min(self.page_hit, self.page_miss, self.page_dirty) < 0:
+            raise VacuumlabError("vacuum page costs cannot be negative")
+        if self.limit < 1:
+            raise VacuumlabError(f"the vacuum cost limit must be at least 1, not {self.limit}")
+        if self.delay_ms < 0:
+            raise VacuumlabError(f"the vacuum cost delay cannot be negative ({self.delay_ms} ms)")
+
+    @classmethod
+    def for_autovacuum(cls, settings: Mapping[str, str]) -> CostSettings:
+        """Settings of an autovacuum worker, from ``pg_settings`` name -> ``setting`` (base
+        units: the delays in ms).
+
+        Resolved as autovac_balance_cost() in src/backend/postmaster/autovacuum.c does: a limit
+        of -1 (or 0) means vacuum_cost_limit, a delay below 0 means vacuum_cost_delay. Tables
+        with their own autovacuum cost storage parameters are not covered.
+        """
+        values = _numbers(settings, _AUTOVACUUM)
+        limit = values["autovacuum_vacuum_cost_limit"]
+        delay = values["autovacuum_vacuum_cost_delay"]
+        return cls._from(
+            values,
+            limit=limit if limit > 0 else values["vacuum_cost_limit"],
+            delay_ms=delay if delay >= 0 else values["vacuum_cost_delay"],
+        )
+
+    @classmethod
+    def for_manual(cls, settings: Mapping[str, str]) -> CostSettings:
+        """Settings of a manual VACUUM: vacuum_cost_limit and vacuum_cost_delay (0 by default,
+        which switches throttling off)."""
+        values = _numbers(settings, _MANUAL)
+        return cls._from(
+            values, limit=values["vacuum_cost_limit"], delay_ms=values["vacuum_cost_delay"]
+        )
+
+    @classmethod
+    def _from(cls, values: Mapping[str, float], *, limit: float, delay_ms: float) -> CostSettings:
+        if not limit.is_integer():
+            raise VacuumlabError(f"the vacuum cost limit must be a whole number, not {limit}")
+        return cls(
+            page_hit=values["vacuum_cost_page_hit"],
+            page_miss=values["vacuum_cost_page_miss"],
+            page_dirty=values["vacuum_cost_page_dirty"],
+            limit=int(limit),
+            delay_ms=delay_ms,
+        )
+
+
+def _numbers(settings: Mapping[str, str], names: tuple[str, ...]) -> dict[str, float]:
+    missing = [name for name in names if name not in settings]
+    if missing:
+        raise VacuumlabError(f"server settings missing for the cost model: {', '.join(missing)}")
+    values: dict[str, float] = {}
+    for name in names:
+        try:
+            values[name] = float(settings[name])
+        except ValueError:
+            raise VacuumlabError(f"setting {name} is not a number: {settings[name]!r}") from None
+        if not math.isfinite(values[name]):
+            raise VacuumlabError(f"setting {name} is not a finite number: {settings[name]!r}")
+    return values
+
+
+def vacuum_cost(hits: int, misses: int, dirtied: int, settings: CostSettings) -> float:
+    """The cost a vacuum accrues for its buffer usage: the log's "buffer usage: N hits, M reads
+    (misses up to 17), K dirtied" counts the accesses bufmgr.c charges for."""
+    if min(hits, misses, dirtied) < 0:
+        raise ValueError("buffer counts cannot be negative")
+    return hits * settings.page_hit + misses * settings.page_miss + dirtied * settings.page_dirty
+
+
+def throttle_seconds(cost: float, settings: CostSettings, *, workers: int = 1) -> float:
+    """Seconds a vacuum of the given cost sleeps: ``cost / (limit / workers) * delay``.
+
+    ``workers`` is the number of autovacuum workers sharing the limit. Simplified from
+    autovac_balance_cost() (src/backend/postmaster/autovacuum.c): the limit is split evenly
+    (16+ uses ``Max(limit / workers, 1)`` in integers; older versions weigh each worker's
+    limit/delay ratio, which is the same split when all workers share the settings), and the
+    worker count is taken as constant over the run. Pass 1 for manual VACUUM and for tables with
+    their own cost storage parameters, which are not balanced.
+
+    The 4 × delay cap on one sleep is ignored: it only binds when the cost accrued between two
+    delay points (about one page) exceeds three times the per-worker limit, which takes a tiny
+    limit or dozens of workers with the stock settings.
+    """
+    if cost < 0:
+        raise ValueError("cost cannot be negative")
+    if settings.delay_ms == 0:
+        return 0.0
+    return cost / _worker_limit(settings, workers) * settings.delay_ms / _MS_PER_S
+
+
+def predicted_duration(
+    work_seconds: float, cost: float, settings: CostSettings, *, workers: int = 1
+) -> float:
+    """Predicted wall time of a vacuum: its unthrottled work plus the cost-based sleeps."""
+    return work_seconds + throttle_seconds(cost, settings, workers=workers)
+
+
+def pages_per_second(cost_per_page: float, settings: CostSettings, *, workers: int = 1) -> float:
+    """The most pages per second throttling allows when each page costs ``cost_per_page``
+    (e.g. miss + dirty for a page read and dirtied): one limit's worth per delay, with the
+    time spent working counted as zero. Infinite when the delay is 0 or pages are free."""
+    if cost_per_page < 0:
+        raise ValueError("cost per page cannot be negative")
+    share = _worker_limit(settings, workers)
+    if settings.delay_ms == 0 or cost_per_page == 0:
+        return math.inf
+    return share / cost_per_page / (settings.delay_ms / _MS_PER_S)
+
+
+def _worker_limit(settings: CostSettings, workers: int) -> float:
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    return settings.limit / workers

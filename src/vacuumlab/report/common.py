@@ -1,0 +1,94 @@
+"""What the reports share: the template environment, the formatting of store values, and
+writing a chart's PNG. Pure: it reads values, never a server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from matplotlib.figure import Figure
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.report import charts
+from vacuumlab.store import Metric
+
+#: What a table shows for a value that was not measured.
+DASH = "—"
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A formatted number and, optionally, its 95 % CI in smaller type."""
+
+    value: str
+    ci: str | None = None
+
+
+def metric(metrics: Mapping[str, Metric], name: str) -> float | None:
+    value = metrics.get(name)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def text(value: Any) -> str:
+    if value is None:
+        return DASH
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def when(moment: datetime | None) -> str:
+    return DASH if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def duration(start: datetime, end: datetime | None) -> str:
+    if end is None:
+        return DASH
+    seconds = round((end - start).total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours} h {minutes:02d} min {secs:02d} s" if hours else f"{minutes} min {secs:02d} s"
+
+
+def machine_rows(machine: Mapping[str, Any]) -> list[tuple[str, str]]:
+    memory = machine.get("memory_bytes")
+    memory_text = (
+        f"{memory / 2**30:.1f} GiB"
+        if isinstance(memory, int | float) and not isinstance(memory, bool)
+        else DASH
+    )
+    return [
+        ("host", text(machine.get("hostname"))),
+        ("CPU cores", text(machine.get("cpu_count"))),
+        ("memory", memory_text),
+        ("platform", text(machine.get("platform"))),
+        ("architecture", text(machine.get("machine"))),
+        ("Python", text(machine.get("python"))),
+        ("vacuumlab", text(machine.get("vacuumlab_version"))),
+    ]
+
+
+@cache
+def environment() -> Environment:
+    return Environment(
+        loader=PackageLoader("vacuumlab.report", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def write_png(fig: Figure, path: Path) -> None:
+    try:
+        charts.save_png(fig, path)
+    except OSError as exc:
+        raise VacuumlabError(f"{path}: cannot write: {exc.strerror or exc}") from exc

@@ -1,0 +1,604 @@
+"""The cost-driver study (seed 001): is vacuum's cost driven by dead tuples or by dirty pages?
+
+One point: a fresh table of ``rows`` rows of 128 bytes, frozen (and checked frozen with
+``pg_visibility_map_summary``), ``k`` redundant B-tree indexes on ``id``, then a DELETE of the
+same number of rows either from the first pages (compact) or evenly from every page (spread).
+After a CHECKPOINT, autovacuum is enabled on the table alone with threshold 1 and scale factor
+0 (naptime 1s) and the study waits until that one autovacuum has finished. Autoanalyze is kept
+out (its threshold is set out of reach), so only the vacuum is measured.
+
+With ``--manual`` every point is measured a second time with ``VACUUM (VERBOSE, PARALLEL 0)``
+and no cost delay: the same work unthrottled. PARALLEL 0, because autovacuum never vacuums
+indexes in parallel and a manual VACUUM would.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol, get_args
+
+import psycopg
+from psycopg import sql
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.lab import SCHEMA, Planned, StudyRun
+from vacuumlab.model.cost import CostSettings, throttle_seconds, vacuum_cost
+from vacuumlab.pg.connect import Session, VersionTooOld, connect
+from vacuumlab.pg.target import Target
+from vacuumlab.stats.model import IoRow, Wal
+from vacuumlab.stats.sampler import Sample
+from vacuumlab.stats.vacuum_log import VacuumReport, parse_report, reports_in_log
+from vacuumlab.store import Store
+from vacuumlab.studies.cost_driver_spec import (
+    PRESETS,
+    STUDY,
+    Distribution,
+    Mode,
+    point_params,
+)
+
+TABLE = "bench_table"
+#: Autoanalyze must not run inside the measurement: a threshold it cannot reach.
+NO_ANALYZE = 2_000_000_000
+POLL_SECONDS = 0.2
+TIMEOUT_SECONDS = 3600.0
+FREEZE_ATTEMPTS = 5
+#: The cost settings the study reads from the server, as the model needs them.
+COST_SETTINGS = (
+    "vacuum_cost_page_hit",
+    "vacuum_cost_page_miss",
+    "vacuum_cost_page_dirty",
+    "vacuum_cost_limit",
+    "vacuum_cost_delay",
+    "autovacuum_vacuum_cost_limit",
+    "autovacuum_vacuum_cost_delay",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CostDriverConfig:
+    """Everything a run depends on; stored with the run so ``--resume`` can rebuild it."""
+
+    preset: str = "quick"
+    rows: int = 1_000_000
+    distributions: tuple[Distribution, ...] = ("compact", "spread")
+    dead_pcts: tuple[int, ...] = (10, 25, 50)
+    indexes: tuple[int, ...] = (0, 1, 3, 5)
+    repeat: int = 3
+    manual: bool = False
+    target: str = "sandbox"
+
+    def params(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> CostDriverConfig:
+        known: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in params.items()
+            if k in cls.__dataclass_fields__
+        }
+        return cls(**known)
+
+
+def make_config(preset: str = "quick", **overrides: Any) -> CostDriverConfig:
+    """A config from a preset with fields overridden (None keeps the preset's value)."""
+    if preset not in PRESETS:
+        raise VacuumlabError(f"unknown preset {preset!r}; choose {', '.join(PRESETS)}")
+    base = PRESETS[preset]
+    config = CostDriverConfig(
+        preset=preset,
+        rows=base.rows,
+        distributions=base.distributions,
+        dead_pcts=base.dead_pcts,
+        indexes=base.indexes,
+        repeat=base.repeat,
+    )
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    _check(config)
+    return config
+
+
+def _check(config: CostDriverConfig) -> None:
+    unknown = set(config.distributions) - set(get_args(Distribution))
+    if unknown or not config.distributions:
+        raise VacuumlabError(f"distributions are compact and spread, not {sorted(unknown)}")
+    if not config.dead_pcts or any(not 0 < p < 100 for p in config.dead_pcts):
+        raise VacuumlabError("dead shares are percentages between 1 and 99")
+    if not config.indexes or any(not 0 <= k <= 20 for k in config.indexes):
+        raise VacuumlabError("index counts are between 0 and 20")
+    if config.rows < 1000:
+        raise VacuumlabError("--rows must be at least 1,000")
+    if config.repeat < 1:
+        raise VacuumlabError("--repeat must be at least 1")
+
+
+def delete_predicate(distribution: Distribution, dead_pct: int, rows: int) -> sql.Composed:
+    """Which rows die. Compact: the first ids, which fill the first pages. Spread: every
+    (100/dead_pct)-th id, so every page loses some rows; ``floor(id·p)`` rising by one picks
+    exactly ``rows·p`` of them, evenly, for any share."""
+    share = sql.Literal(dead_pct / 100)
+    if distribution == "compact":
+        return sql.SQL("id <= {}").format(sql.Literal(rows * dead_pct // 100))
+    return sql.SQL("floor(id * {0}) > floor((id - 1) * {0})").format(share)
+
+
+class Reporter(Protocol):
+    def start(self, total: int) -> None: ...
+    def point_started(self, label: str) -> None: ...
+    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+class Silent:
+    def start(self, total: int) -> None:
+        pass
+
+    def point_started(self, label: str) -> None:
+        pass
+
+    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        pass
+
+
+class CostDriverRun(StudyRun):
+    """One run of the matrix on one target."""
+
+    study = STUDY
+    tables = (TABLE,)
+
+    def __init__(
+        self,
+        config: CostDriverConfig,
+        target: Target,
+        store: Store,
+        reporter: Reporter | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        super().__init__(target, store, run_id)
+        self.config = config
+        self.reporter: Reporter = reporter or Silent()
+
+    def params(self) -> dict[str, Any]:
+        return self.config.params()
+
+    def plan(self) -> list[Planned]:
+        """Repetitions outermost, so drift in the machine spreads over every combination."""
+        modes: tuple[Mode, ...] = (
+            ("autovacuum", "manual") if self.config.manual else ("autovacuum",)
+        )
+        return [
+            Planned(point_params(dist, dead, k, self.config.rows, mode), rep)
+            for rep in range(self.config.repeat)
+            for dist in self.config.distributions
+            for dead in self.config.dead_pcts
+            for k in self.config.indexes
+            for mode in modes
+        ]
+
+    def validate(self) -> None:
+        self.target.check({"autovacuum_naptime": "1s"})
+        with connect(self.target.dsn, read_only=False) as session:
+            _visibility_function(session)  # installs pg_visibility, or says why it cannot
+
+    def measure(self, todo: list[Planned]) -> None:
+        self.target.apply({"autovacuum_naptime": "1s"})
+        self.reporter.start(len(todo))
+        for planned in todo:
+            p = planned.params
+            label = (
+                f"{p['distribution']} {p['dead_pct']} % dead, {p['indexes']} indexes"
+                f"{' (manual VACUUM)' if p['mode'] == 'manual' else ''}"
+                f", repetition {planned.repetition + 1}/{self.config.repeat}"
+            )
+            self.reporter.point_started(label)
+            started = _now()
+            metrics = measure_point(self.target, p, self.reporter)
+            self.store.record_point(
+                self.run_id or 0,
+                p,
+                planned.repetition,
+                metrics,
+                started_at=started,
+                ended_at=_now(),
+            )
+            self.reporter.point_finished(label, metrics)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# -- one point -----------------------------------------------------------------------------------
+
+
+def measure_point(target: Target, p: Mapping[str, Any], reporter: Reporter) -> dict[str, Any]:
+    """Set up the table for point ``p``, measure one vacuum of it, return the metrics."""
+    with connect(target.dsn, read_only=False, application_name="vacuumlab-cost-driver") as s:
+        s.conn.execute("SET statement_timeout = 0")  # loading and vacuuming take their time
+        visibility = _visibility_function(s)
+        table = sql.Identifier(SCHEMA, TABLE)
+        reporter.message(f"loading {p['rows']:,} rows and freezing them")
+        heap_pages, attempts = _load_frozen(s, table, visibility, int(p["rows"]), int(p["indexes"]))
+        deleted = _delete(s, table, p)
+        before_vm = _vm_summary(s, table, visibility)
+        metrics: dict[str, Any] = {
+            "heap_pages": heap_pages,
+            "dead_tuples": deleted,
+            "dirty_pages": heap_pages - before_vm[0],
+            "dirty_pct": 100 * (heap_pages - before_vm[0]) / heap_pages if heap_pages else None,
+            "vm_all_visible_before": before_vm[0],
+            "vm_all_frozen_before": before_vm[1],
+            "freeze_attempts": attempts,
+        }
+        _checkpoint(s)
+        if target.sandbox is not None:
+            _reset_shared_counters(s)
+        before = _Counters.read(s)
+        if p["mode"] == "manual":
+            report, wall, elapsed = _manual_vacuum(s, table)
+            metrics |= {"duration_wall_s": wall, "duration_stats_s": elapsed}
+        else:
+            report, wall, stats_s = _autovacuum(s, table, target)
+            metrics |= {"duration_wall_s": wall, "duration_stats_s": stats_s}
+        _checkpoint(s)  # so the writes vacuum left to the checkpointer are counted
+        after = _Counters.read(s)
+        after_vm = _vm_summary(s, table, visibility)
+        settings = _cost_settings(s)
+    metrics |= {"vm_all_visible_after": after_vm[0], "vm_all_frozen_after": after_vm[1]}
+    metrics |= before.delta(after)
+    metrics |= _report_metrics(report)
+    metrics |= _cost_metrics(settings, report, manual=p["mode"] == "manual")
+    return metrics
+
+
+def _load_frozen(
+    s: Session, table: sql.Identifier, visibility: sql.Composable, rows: int, indexes: int
+) -> tuple[int, int]:
+    """Recreate and fill the table, freeze it until every page is all-visible and
+    all-frozen (a snapshot open elsewhere can stop that: retry), then build the indexes."""
+    s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
+    s.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
+    s.execute(
+        sql.SQL(
+            "CREATE TABLE {} (id integer NOT NULL, val integer NOT NULL DEFAULT 0,"
+            " padding text NOT NULL) WITH (autovacuum_enabled = false)"
+        ).format(table)
+    )
+    s.execute(
+        sql.SQL(
+            "INSERT INTO {} (id, padding) SELECT i, repeat('x', 96) FROM generate_series(1, {}) i"
+        ).format(table, sql.Literal(rows))
+    )
+    for attempt in range(1, FREEZE_ATTEMPTS + 1):
+        s.execute(sql.SQL("VACUUM (FREEZE) {}").format(table))
+        pages = int(s.scalar(sql.SQL("SELECT pg_relation_size({}) / 8192").format(_regclass())))
+        visible, frozen = _vm_summary(s, table, visibility)
+        if visible == frozen == pages:
+            break
+        time.sleep(0.5 * attempt)
+    else:
+        raise VacuumlabError(
+            f"{SCHEMA}.{TABLE} stayed not all-frozen after {FREEZE_ATTEMPTS} VACUUM FREEZE: "
+            "a long transaction or a replication slot holds the xmin horizon"
+        )
+    for _ in range(indexes):
+        s.execute(sql.SQL("CREATE INDEX ON {} (id)").format(table))
+    return pages, attempt
+
+
+def _regclass() -> sql.Composed:
+    return sql.SQL("{}::regclass").format(sql.Literal(f"{SCHEMA}.{TABLE}"))
+
+
+def _delete(s: Session, table: sql.Identifier, p: Mapping[str, Any]) -> int:
+    """Delete the point's rows, then wait until the statistics system has the dead tuples
+    (a backend flushes its counts asynchronously; autovacuum reads them from there)."""
+    predicate = delete_predicate(p["distribution"], int(p["dead_pct"]), int(p["rows"]))
+    cur = s.conn.execute(sql.SQL("DELETE FROM {} WHERE {}").format(table, predicate))
+    deleted = cur.rowcount
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        dead = s.scalar(
+            sql.SQL("SELECT n_dead_tup FROM pg_stat_all_tables WHERE relid = {}").format(
+                _regclass()
+            )
+        )
+        if dead is not None and dead >= deleted:
+            break
+        time.sleep(0.1)
+    return deleted
+
+
+def _vm_summary(s: Session, table: sql.Identifier, function: sql.Composable) -> tuple[int, int]:
+    row = s.conn.execute(
+        sql.SQL("SELECT all_visible, all_frozen FROM {}({})").format(function, _regclass())
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _visibility_function(s: Session) -> sql.Composable:
+    """``pg_visibility_map_summary``, installing pg_visibility in schema vacuumlab if needed."""
+    schema = s.scalar(
+        "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_visibility'"
+    )
+    if schema is None:
+        try:
+            s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
+            s.execute(
+                sql.SQL("CREATE EXTENSION pg_visibility SCHEMA {}").format(sql.Identifier(SCHEMA))
+            )
+        except psycopg.Error as exc:
+            raise VacuumlabError(
+                f"the study needs the pg_visibility extension: {exc.diag.message_primary}"
+            ) from None
+        schema = SCHEMA
+    return sql.Identifier(str(schema).strip('"'), "pg_visibility_map_summary")
+
+
+def _checkpoint(s: Session) -> None:
+    try:
+        s.execute("CHECKPOINT")
+    except psycopg.errors.InsufficientPrivilege:
+        raise VacuumlabError(
+            "the study needs CHECKPOINT: a superuser or a member of pg_checkpoint (15+)"
+        ) from None
+
+
+def _reset_shared_counters(s: Session) -> None:
+    """Zero the shared I/O, bgwriter, checkpointer and WAL counters, as the seed does, so the
+    server's own views read as this vacuum alone. The metrics are before/after differences
+    either way; a named server is never reset, because its monitoring relies on them."""
+    targets = {"bgwriter": 130000, "wal": 140000, "io": 160000, "checkpointer": 170000}
+    for name, since in targets.items():
+        if s.info.version_num >= since:
+            s.execute("SELECT pg_stat_reset_shared(%s)", [name])
+
+
+def _cost_settings(s: Session) -> dict[str, str]:
+    rows = s.conn.execute(
+        "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)", [list(COST_SETTINGS)]
+    ).fetchall()
+    return {str(name): str(value) for name, value in rows}
+
+
+# -- the vacuum itself ---------------------------------------------------------------------------
+
+
+def _autovacuum(
+    s: Session, table: sql.Identifier, target: Target
+) -> tuple[VacuumReport | None, float, float | None]:
+    """Let autovacuum take the table, wait for it, and read its own account."""
+    log_offset = _log_size(target)
+    start = s.scalar("SELECT clock_timestamp()")
+    counters = _sample(s)
+    clock = time.monotonic()
+    s.execute(
+        sql.SQL(
+            "ALTER TABLE {} SET (autovacuum_enabled = true, autovacuum_vacuum_threshold = 1,"
+            " autovacuum_vacuum_scale_factor = 0, autovacuum_analyze_threshold = {})"
+        ).format(table, sql.Literal(NO_ANALYZE))
+    )
+    while True:
+        sample = _sample(s)
+        if (
+            sample.last_autovacuum is not None
+            and sample.last_autovacuum > start
+            and (sample.n_dead_tup == 0)
+        ):
+            break
+        if time.monotonic() - clock > TIMEOUT_SECONDS:
+            raise VacuumlabError(f"autovacuum did not finish {SCHEMA}.{TABLE} within an hour")
+        time.sleep(POLL_SECONDS)
+    wall = time.monotonic() - clock
+    s.execute(sql.SQL("ALTER TABLE {} SET (autovacuum_enabled = false)").format(table))
+    stats_s = None
+    if (
+        sample.total_autovacuum_time_ms is not None
+        and counters.total_autovacuum_time_ms is not None
+    ):
+        stats_s = (sample.total_autovacuum_time_ms - counters.total_autovacuum_time_ms) / 1000
+    return _logged_report(target, log_offset, s.info.database), wall, stats_s
+
+
+def _sample(s: Session) -> Sample:
+    oid = s.scalar(sql.SQL("SELECT {}::oid::bigint").format(_regclass()))
+    [sample] = s.fetch("sampler", Sample, {"relid": oid})
+    return sample
+
+
+def _log_size(target: Target) -> int | None:
+    if target.sandbox is None:
+        return None
+    try:
+        return target.sandbox.log_path.stat().st_size
+    except OSError:
+        return None
+
+
+def _logged_report(target: Target, offset: int | None, database: str) -> VacuumReport | None:
+    """The autovacuum's log entry: on the sandbox only (a named server's log is not ours).
+    The entry is written as the worker finishes; give it a moment to reach the file."""
+    if target.sandbox is None or offset is None:
+        return None
+    relation = f"{database}.{SCHEMA}.{TABLE}"
+    for _ in range(20):
+        with target.sandbox.log_path.open("rb") as log:
+            log.seek(offset)
+            text = log.read().decode("utf-8", errors="replace")
+        reports = reports_in_log(text, relation)
+        if reports:
+            return reports[-1]
+        time.sleep(0.1)
+    return None
+
+
+def _manual_vacuum(
+    s: Session, table: sql.Identifier
+) -> tuple[VacuumReport | None, float, float | None]:
+    """The same work by hand, unthrottled: VACUUM (VERBOSE, PARALLEL 0), cost delay 0.
+
+    It runs on a connection of its own that then closes: a busy backend keeps its I/O counts
+    to itself, and only a backend that ends (or idles) hands them to the statistics system.
+    """
+    notices: list[str] = []
+    before = _statio(s)
+    with connect(s.dsn, read_only=False, application_name="vacuumlab-cost-driver") as own:
+        own.conn.add_notice_handler(lambda n: notices.append(n.message_primary or ""))
+        own.execute("SET statement_timeout = 0")
+        own.execute("SET vacuum_cost_delay = 0")
+        clock = time.monotonic()
+        own.execute(sql.SQL("VACUUM (VERBOSE, PARALLEL 0) {}").format(table))
+        wall = time.monotonic() - clock
+    deadline = time.monotonic() + 5
+    while _statio(s) == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    finished = [n for n in notices if n.startswith("finished vacuuming") and f'.{TABLE}"' in n]
+    report = parse_report(finished[-1]) if finished else None
+    return report, wall, report.elapsed_s if report else None
+
+
+def _statio(s: Session) -> tuple[int, int, int, int]:
+    """Heap and index blocks read and hit for the table (pg_statio_all_tables)."""
+    row = s.conn.execute(
+        sql.SQL(
+            "SELECT coalesce(heap_blks_read, 0), coalesce(heap_blks_hit, 0),"
+            " coalesce(idx_blks_read, 0), coalesce(idx_blks_hit, 0)"
+            " FROM pg_statio_all_tables WHERE relid = {}"
+        ).format(_regclass())
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+
+
+# -- counters ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Counters:
+    """Cumulative counters read before and after a vacuum; the metrics are the differences."""
+
+    statio: tuple[int, int, int, int]
+    io: list[IoRow] | None
+    wal: Wal | None
+
+    @classmethod
+    def read(cls, s: Session) -> _Counters:
+        try:
+            io: list[IoRow] | None = s.fetch("io", IoRow)
+        except VersionTooOld:
+            io = None
+        [wal] = s.fetch("wal", Wal)
+        return cls(_statio(s), io, wal)
+
+    def delta(self, after: _Counters) -> dict[str, Any]:
+        statio = [a - b for a, b in zip(after.statio, self.statio, strict=True)]
+        metrics: dict[str, Any] = dict(
+            zip(
+                ("heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit"),
+                statio,
+                strict=True,
+            )
+        )
+        metrics |= _io_delta(self.io, after.io)
+        if self.wal and after.wal and self.wal.wal_bytes is not None and after.wal.wal_bytes:
+            metrics |= {
+                "wal_records": (after.wal.wal_records or 0) - (self.wal.wal_records or 0),
+                "wal_fpi": (after.wal.wal_fpi or 0) - (self.wal.wal_fpi or 0),
+                "wal_bytes": after.wal.wal_bytes - self.wal.wal_bytes,
+            }
+        return metrics
+
+
+def _io_delta(before: list[IoRow] | None, after: list[IoRow] | None) -> dict[str, Any]:
+    """Pages by who did the I/O, from pg_stat_io differences (16+; bytes / 8192)."""
+    if before is None or after is None:
+        return {}
+
+    def total(rows: Iterable[IoRow], kinds: set[str] | None, field: str) -> float:
+        chosen = [r for r in rows if kinds is None or r.backend_type in kinds]
+        return float(sum(getattr(r, field) or 0 for r in chosen))
+
+    def diff(kinds: set[str] | None, field: str) -> float:
+        return total(after, kinds, field) - total(before, kinds, field)
+
+    worker, checkpointer, bgwriter = {"autovacuum worker"}, {"checkpointer"}, {"background writer"}
+    written = diff(None, "write_bytes") / 8192
+    by_worker = diff(worker, "write_bytes") / 8192
+    by_checkpointer = diff(checkpointer, "write_bytes") / 8192
+    by_bgwriter = diff(bgwriter, "write_bytes") / 8192
+    return {
+        "worker_read_pages": diff(worker, "read_bytes") / 8192,
+        "worker_hits": diff(worker, "hits"),
+        "worker_write_pages": by_worker,
+        "writes_worker_pages": by_worker,
+        "writes_checkpointer_pages": by_checkpointer,
+        "writes_bgwriter_pages": by_bgwriter,
+        "writes_other_pages": written - by_worker - by_checkpointer - by_bgwriter,
+    }
+
+
+def _report_metrics(report: VacuumReport | None) -> dict[str, Any]:
+    if report is None:
+        return {}
+    metrics: dict[str, Any] = {
+        "duration_log_s": report.elapsed_s,
+        "delay_time_s": None if report.delay_ms is None else report.delay_ms / 1000,
+        "pages_scanned": report.pages_scanned,
+        "pages_removed": report.pages_removed,
+        "tuples_removed": report.tuples_removed,
+        "index_scans": report.index_scans,
+        "index_pages_total": sum(i.pages_total for i in report.indexes),
+        "index_pages_newly_deleted": sum(i.newly_deleted for i in report.indexes),
+        "buffer_hits": report.buffer_hits,
+        "buffer_reads": report.buffer_reads,
+        "buffer_dirtied": report.buffer_dirtied,
+    }
+    # The vacuum's own WAL, when it reported it, beats the server-wide difference.
+    for name in ("wal_records", "wal_fpi", "wal_bytes"):
+        value = getattr(report, name)
+        if value is not None:
+            metrics[name] = value
+    return metrics
+
+
+def _cost_metrics(
+    settings: Mapping[str, str], report: VacuumReport | None, *, manual: bool
+) -> dict[str, Any]:
+    """The server's cost settings and what they predict for the vacuum's buffer usage."""
+    cost = CostSettings.for_manual(settings) if manual else CostSettings.for_autovacuum(settings)
+    metrics: dict[str, Any] = {
+        "cost_page_hit": cost.page_hit,
+        "cost_page_miss": cost.page_miss,
+        "cost_page_dirty": cost.page_dirty,
+        "cost_limit": cost.limit,
+        "cost_delay_ms": cost.delay_ms,
+    }
+    if report is not None and None not in (
+        report.buffer_hits,
+        report.buffer_reads,
+        report.buffer_dirtied,
+    ):
+        total = vacuum_cost(
+            report.buffer_hits or 0, report.buffer_reads or 0, report.buffer_dirtied or 0, cost
+        )
+        metrics |= {"predicted_cost": total, "predicted_delay_s": throttle_seconds(total, cost)}
+    return metrics
+
+
+def describe(config: CostDriverConfig) -> str:
+    """One line: the matrix."""
+    return (
+        f"{config.rows:,} rows × {'/'.join(config.distributions)} × dead "
+        f"{'/'.join(map(str, config.dead_pcts))} % × indexes "
+        f"{'/'.join(map(str, config.indexes))} × {config.repeat} repetitions"
+        f"{' + manual VACUUM' if config.manual else ''}"
+    )

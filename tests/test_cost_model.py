@@ -1,0 +1,181 @@
+"""Tests of the cost-based delay model against hand-computed values and real vacuums."""
+
+import math
+
+import pytest
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.cost import (
+    CostSettings,
+    pages_per_second,
+    predicted_duration,
+    throttle_seconds,
+    vacuum_cost,
+)
+
+#: Autovacuum settings of PostgreSQL 14+ with the stock values: limit 200, delay 2 ms.
+STOCK = CostSettings(page_hit=1, page_miss=2, page_dirty=20, limit=200, delay_ms=2)
+#: As read from a PostgreSQL 15 server's pg_settings (name -> setting).
+PG15_SETTINGS = {
+    "autovacuum_vacuum_cost_delay": "2",
+    "autovacuum_vacuum_cost_limit": "-1",
+    "vacuum_cost_delay": "0",
+    "vacuum_cost_limit": "200",
+    "vacuum_cost_page_dirty": "20",
+    "vacuum_cost_page_hit": "1",
+    "vacuum_cost_page_miss": "2",
+}
+
+
+@pytest.mark.parametrize(
+    ("cost_per_page", "expected"),
+    [
+        (30, 200 / 30 / 0.002),  # miss 10 (before 14) + dirty 20: 6.67 pages per 2 ms
+        (21, 200 / 21 / 0.002),  # hit 1 + dirty 20
+        (1, 100_000.0),  # a page already in shared buffers, left clean
+    ],
+)
+def test_pages_per_second_seed_examples(cost_per_page: float, expected: float) -> None:
+    assert pages_per_second(cost_per_page, STOCK) == pytest.approx(expected)
+
+
+def test_seed_examples_rounded() -> None:
+    assert round(pages_per_second(30, STOCK)) == 3_333
+    assert round(pages_per_second(21, STOCK)) == 4_762
+
+
+def test_workers_share_the_limit() -> None:
+    # Three balanced workers get 200 / 3 each: a third of the throughput, three times the sleep.
+    assert pages_per_second(30, STOCK, workers=3) == pytest.approx(200 / 3 / 30 / 0.002)
+    assert throttle_seconds(6_000, STOCK, workers=3) == pytest.approx(6_000 / (200 / 3) * 0.002)
+    assert throttle_seconds(6_000, STOCK, workers=3) == pytest.approx(
+        3 * throttle_seconds(6_000, STOCK)
+    )
+
+
+def test_real_pg18_sample_cost_and_sleep() -> None:
+    # PostgreSQL 18.6 autovacuum log: "buffer usage: 5255 hits, 550 reads, 548 dirtied".
+    cost = vacuum_cost(5255, 550, 548, STOCK)
+    assert cost == 5255 + 550 * 2 + 548 * 20 == 17_315
+    assert throttle_seconds(cost, STOCK) == pytest.approx(0.17315)
+    # The same vacuum logged "delay time: 180.077 ms": 4 % more than predicted, because each of
+    # its ~87 sleeps lasts a little longer than asked for (timer slack, wake-up latency).
+    measured = 0.180077
+    assert throttle_seconds(cost, STOCK) < measured < 1.1 * throttle_seconds(cost, STOCK)
+
+
+def test_second_real_sample_overshoots_too() -> None:
+    # A sandboxed PostgreSQL 18.6 autovacuum: "buffer usage: 2880 hits, 550 reads, 548
+    # dirtied", "delay time: 163.162 ms" against 149.4 ms predicted.
+    cost = vacuum_cost(2880, 550, 548, STOCK)
+    assert cost == 14_940
+    assert throttle_seconds(cost, STOCK) == pytest.approx(0.1494)
+    assert throttle_seconds(cost, STOCK) < 0.163162 < 1.1 * throttle_seconds(cost, STOCK)
+
+
+def test_miss_cost_before_14() -> None:
+    old = CostSettings(page_hit=1, page_miss=10, page_dirty=20, limit=200, delay_ms=20)
+    assert vacuum_cost(100, 10, 5, old) == 100 + 100 + 100
+    assert throttle_seconds(300, old) == pytest.approx(300 / 200 * 0.020)
+
+
+def test_zero_delay_means_no_throttling() -> None:
+    manual = CostSettings.for_manual(PG15_SETTINGS)
+    assert manual.delay_ms == 0
+    assert throttle_seconds(17_315, manual) == 0.0
+    assert math.isinf(pages_per_second(30, manual))
+    assert predicted_duration(1.5, 17_315, manual) == 1.5
+
+
+def test_predicted_duration_adds_the_sleep_to_the_work() -> None:
+    assert predicted_duration(0.02, 17_315, STOCK) == pytest.approx(0.02 + 0.17315)
+    assert predicted_duration(0.02, 17_315, STOCK, workers=2) == pytest.approx(0.02 + 0.3463)
+
+
+def test_free_pages_are_not_throttled() -> None:
+    assert math.isinf(pages_per_second(0, STOCK))
+    assert throttle_seconds(0, STOCK) == 0.0
+
+
+def test_for_autovacuum_resolves_minus_one() -> None:
+    settings = CostSettings.for_autovacuum(
+        PG15_SETTINGS | {"autovacuum_vacuum_cost_delay": "-1", "vacuum_cost_delay": "5"}
+    )
+    assert settings == CostSettings(page_hit=1, page_miss=2, page_dirty=20, limit=200, delay_ms=5)
+
+
+def test_for_autovacuum_uses_its_own_values() -> None:
+    settings = CostSettings.for_autovacuum(
+        PG15_SETTINGS
+        | {"autovacuum_vacuum_cost_limit": "1000", "autovacuum_vacuum_cost_delay": "0"}
+    )
+    assert (settings.limit, settings.delay_ms) == (1000, 0.0)
+
+
+def test_pg15_server_settings() -> None:
+    assert CostSettings.for_autovacuum(PG15_SETTINGS) == STOCK
+
+
+def test_autovacuum_limit_zero_means_vacuum_cost_limit() -> None:
+    # autovacuum.c: "in cost_limit, zero also means use value from elsewhere".
+    settings = CostSettings.for_autovacuum(PG15_SETTINGS | {"autovacuum_vacuum_cost_limit": "0"})
+    assert settings.limit == 200
+
+
+def test_for_manual() -> None:
+    settings = CostSettings.for_manual(
+        PG15_SETTINGS | {"vacuum_cost_delay": "0.5", "vacuum_cost_limit": "2000"}
+    )
+    assert (settings.limit, settings.delay_ms) == (2000, 0.5)
+
+
+def test_missing_settings_are_named() -> None:
+    incomplete = {
+        k: v
+        for k, v in PG15_SETTINGS.items()
+        if k not in {"vacuum_cost_limit", "vacuum_cost_page_hit"}
+    }
+    with pytest.raises(VacuumlabError, match="vacuum_cost_page_hit, vacuum_cost_limit") as info:
+        CostSettings.for_autovacuum(incomplete)
+    assert "\n" not in str(info.value)
+    with pytest.raises(VacuumlabError, match="vacuum_cost_limit"):
+        CostSettings.for_manual(incomplete)
+
+
+def test_manual_does_not_need_autovacuum_settings() -> None:
+    manual_only = {k: v for k, v in PG15_SETTINGS.items() if not k.startswith("autovacuum")}
+    assert CostSettings.for_manual(manual_only).limit == 200
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("vacuum_cost_page_miss", "two", "not a number"),
+        ("vacuum_cost_page_miss", "nan", "not a finite number"),
+        ("vacuum_cost_limit", "200.5", "whole number"),
+        ("vacuum_cost_page_dirty", "-1", "negative"),
+    ],
+)
+def test_bad_setting_values(name: str, value: str, message: str) -> None:
+    with pytest.raises(VacuumlabError, match=message):
+        CostSettings.for_manual(PG15_SETTINGS | {name: value})
+
+
+def test_settings_are_validated() -> None:
+    with pytest.raises(VacuumlabError, match="at least 1"):
+        CostSettings(page_hit=1, page_miss=2, page_dirty=20, limit=0, delay_ms=2)
+    with pytest.raises(VacuumlabError, match="negative"):
+        CostSettings(page_hit=1, page_miss=2, page_dirty=20, limit=200, delay_ms=-1)
+
+
+def test_programming_errors() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        throttle_seconds(100, STOCK, workers=0)
+    with pytest.raises(ValueError, match="workers"):
+        pages_per_second(30, STOCK, workers=0)
+    with pytest.raises(ValueError, match="cost"):
+        throttle_seconds(-1, STOCK)
+    with pytest.raises(ValueError, match="cost"):
+        pages_per_second(-1, STOCK)
+    with pytest.raises(ValueError, match="negative"):
+        vacuum_cost(-1, 0, 0, STOCK)

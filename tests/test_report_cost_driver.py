@@ -1,0 +1,362 @@
+"""The cost-driver HTML report, rendered from synthetic runs in a real results store (no server).
+
+Expected figures are computed here with numpy from the fixture's own values, not with the
+report's aggregation code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pytest
+from matplotlib.image import imread
+
+from cost_driver_fixtures import (
+    ROWS,
+    XSS_TAG,
+    autovacuum_duration,
+    make_cost_driver_run,
+    manual_duration,
+    synthetic_metrics,
+)
+from report_fixtures import T0, XSS, make_churn_run
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.report.churn import render_churn_report
+from vacuumlab.report.cost_driver import render_cost_driver_report
+from vacuumlab.store import Store
+from vacuumlab.studies.cost_driver_spec import point_params
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+CHART_IDS = ["chart-dirty", "chart-indexes", "chart-heatmap", "chart-writers", "chart-predicted"]
+PNGS = ["dirty.png", "heatmap.png", "indexes.png", "predicted.png", "writers.png"]
+WRITES = (
+    "writes_worker_pages",
+    "writes_checkpointer_pages",
+    "writes_bgwriter_pages",
+    "writes_other_pages",
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "r.sqlite") as s:
+        yield s
+
+
+def render(store: Store, run_id: int, out: Path) -> str:
+    path = render_cost_driver_report(store, run_id, out)
+    assert path == out / "report.html"
+    return path.read_text(encoding="utf-8")
+
+
+def element(html: str, marker: str, end: str) -> str:
+    """The HTML from `marker` to the first `end` after it."""
+    start = html.index(marker)
+    return html[start : html.index(end, start)]
+
+
+def table(html: str, table_id: str) -> str:
+    return element(html, f'id="{table_id}"', "</table>")
+
+
+def section(html: str, anchor: str) -> str:
+    return element(html, f'<section id="{anchor}"', "</section>")
+
+
+def row_of(html: str, first_cell: str) -> str:
+    """The table row whose first cell is `first_cell`."""
+    return element(html, f'<tr>\n<td class="num">{first_cell}</td>', "</tr>")
+
+
+def seconds(value: float) -> str:
+    """The report's format for seconds, restated."""
+    if value < 10:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if value < 1000 else f"{value:.0f}"
+
+
+def medians(distribution: str, dead: int, indexes: int, repeat: int = 3) -> float:
+    return float(
+        np.median([autovacuum_duration(distribution, dead, indexes, r) for r in range(repeat)])
+    )
+
+
+def test_every_chart_once_with_caption_and_png(store: Store, tmp_path: Path) -> None:
+    html = render(store, make_cost_driver_run(store), tmp_path / "out")
+    assert html.count("<svg") == 5
+    assert re.findall(r'<svg id="(chart-[\w-]+)"', html) == CHART_IDS
+    for chart_id in CHART_IDS:
+        assert html.count(f'id="{chart_id}-caption"') == 1
+        assert html.count(f'<svg id="{chart_id}"') == 1
+    for png in PNGS:
+        assert f'<a href="{png}">{png}</a>' in html
+    for anchor in ("run", "seed", "blocks", "method"):
+        assert html.count(f'<section id="{anchor}"') == 1
+    assert "<h2>Pages, not tuples</h2>" in html
+    assert "How this was measured" in html
+
+
+def test_pngs_exist_are_valid_and_not_blank(store: Store, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    render(store, make_cost_driver_run(store), out)
+    assert sorted(p.name for p in out.glob("*.png")) == PNGS
+    for name in PNGS:
+        assert (out / name).read_bytes().startswith(PNG_MAGIC), name
+        pixels = imread(out / name)
+        assert pixels.shape[0] > 250, name
+        assert pixels.shape[1] > 800, name
+        assert float(np.var(pixels)) > 0, name
+
+
+@pytest.mark.parametrize("manual", [False, True])
+def test_seed_table_beside_the_published_one(store: Store, tmp_path: Path, manual: bool) -> None:
+    html = render(store, make_cost_driver_run(store, manual=manual), tmp_path / "out")
+    seed = table(html, "seed-table")
+    published = {
+        "10 %": ("5.0", "43.6", "8.7×"),
+        "25 %": ("11.5", "43.6", "3.8×"),
+        "50 %": ("21.8", "43.4", "2.0×"),
+    }
+    for dead, values in published.items():
+        row = row_of(seed, dead)
+        assert "".join(f'<td class="num post">{v}</td>\n' for v in values) in row
+    for dead in (10, 50):
+        compact, spread = medians("compact", dead, 0), medians("spread", dead, 0)
+        row = row_of(seed, f"{dead} %")
+        assert f'<td class="num">{seconds(compact)}<span class="ci">' in row
+        assert f'<td class="num">{seconds(spread)}<span class="ci">' in row
+        assert f'<td class="num">{spread / compact:.1f}×</td>' in row
+    assert row_of(seed, "25 %").count('<td class="num">—</td>') == 3  # not measured here
+    assert "compare the ratios" in section(html, "seed")
+
+
+def test_slope_table_shows_the_fitted_seconds_per_index(store: Store, tmp_path: Path) -> None:
+    indexes = (0, 1, 3)
+    html = render(store, make_cost_driver_run(store, indexes=indexes), tmp_path / "out")
+    slopes = table(html, "slope-table")
+    for distribution in ("compact", "spread"):
+        for dead in (10, 50):
+            x = [k for k in indexes for _ in range(3)]
+            y = [autovacuum_duration(distribution, dead, k, r) for k in indexes for r in range(3)]
+            slope, intercept = np.polyfit(x, y, 1)
+            r2 = float(np.corrcoef(x, y)[0, 1] ** 2)
+            head = f'<tr><td>{distribution}</td><td class="num">{dead} %</td>'
+            row = element(slopes, head, "</tr>")
+            cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+            assert cells == [
+                f"{dead} %",
+                f"{slope:.2f}",
+                seconds(intercept),
+                f"{slope / intercept * 100:.0f} %",
+                f"{r2:.3f}",
+                "9",
+            ]
+    published = element(slopes, 'id="published-slope"', "</tr>")
+    assert "≈5 s per index" in published
+    assert f">{np.polyfit(range(6), [21.8, 28.1, 32.6, 37.6, 42.3, 47.4], 1)[0]:.2f}<" in published
+    by_index = table(html, "by-index-table")
+    assert ">47.4<" in by_index
+    assert f">{seconds(medians('compact', 50, 3))}<" in by_index
+
+
+def test_strings_from_the_store_are_escaped(store: Store, tmp_path: Path) -> None:
+    run_id = make_cost_driver_run(store, with_xss=True)
+    odd = point_params("compact", 10, 0, ROWS, "autovacuum") | {"distribution": XSS}
+    metrics = synthetic_metrics("spread", 10, 0, 0, "autovacuum")
+    store.record_point(run_id, odd, 0, metrics, started_at=T0, ended_at=T0)
+    html = render(store, run_id, tmp_path / "out")
+    assert "<script" not in html.lower()
+    assert "alert(1)</script>" not in html
+    assert XSS not in html
+    escaped_tag = XSS_TAG.replace("<", "&lt;").replace(">", "&gt;")
+    assert f'<td class="code">{escaped_tag}</td>' in table(html, "cost-settings")
+    assert f"64-bit {escaped_tag}</td>" in html  # the server version
+    escaped = f"{escaped_tag} &#34;quotes&#34; &amp; ampersands"
+    # target, host name, note, and the odd distribution in the slope and blocks tables
+    assert html.count(escaped) >= 5
+    assert html.count("<svg") == 5
+
+
+def test_html_is_self_contained_without_javascript(store: Store, tmp_path: Path) -> None:
+    html = render(store, make_cost_driver_run(store, manual=True), tmp_path / "out")
+    lowered = html.lower()
+    assert "<script" not in lowered
+    assert not re.search(r"\son[a-z]+\s*=", lowered)
+    assert "javascript:" not in lowered
+    assert " src=" not in lowered
+    assert "<link" not in lowered
+    assert not re.search(r"""(href|url\()\s*=?\s*["']?https?:""", lowered)
+    ids = re.findall(r'\sid="([^"]+)"', html)
+    assert [i for i, n in Counter(ids).items() if n > 1] == []
+    for ref in re.findall(r'(?:xlink:href="#|url\(#)([^")]+)', html):
+        assert ref in ids
+
+
+@pytest.mark.parametrize("status", ["interrupted", "failed", "running"])
+def test_unfinished_run_renders_with_a_notice(
+    store: Store, tmp_path: Path, status: Literal["interrupted", "failed", "running"]
+) -> None:
+    run_id = make_cost_driver_run(store, status=status, recorded=5)
+    html = render(store, run_id, tmp_path / "out")
+    notice = element(html, 'id="incomplete-notice"', "</div>")
+    assert "only the combinations recorded" in notice
+    assert "Not measured (autovacuum): compact 50 %, 3 indexes; spread 10 %, 0 indexes;" in notice
+    assert f'<span class="status incomplete" id="run-status">{status}</span>' in html
+    assert "<td>15 of 36</td>" in html
+    assert html.count("<svg") == 5
+
+
+def test_missing_repetitions_are_reported(store: Store, tmp_path: Path) -> None:
+    run_id = make_cost_driver_run(store, repeat=3, recorded=0, status="interrupted")
+    metrics = synthetic_metrics("compact", 10, 0, 0, "autovacuum")
+    params = point_params("compact", 10, 0, ROWS, "autovacuum")
+    store.record_point(run_id, params, 0, metrics, started_at=T0, ended_at=T0)
+    html = render(store, run_id, tmp_path / "out")
+    notice = element(html, 'id="incomplete-notice"', "</div>")
+    assert "Missing repetitions (autovacuum): compact 10 %, 0 indexes: 1 of 3." in notice
+
+
+def test_points_that_do_not_fit_are_left_out_with_a_notice(store: Store, tmp_path: Path) -> None:
+    run_id = store.create_run("cost-driver", {}, server_version="18.6", settings={}, machine={})
+    metrics = synthetic_metrics("compact", 10, 0, 0, "manual")
+    manual = point_params("compact", 10, 0, ROWS, "manual")
+    for params in (manual, manual | {"mode": "other"}, {"distribution": "compact"}):
+        store.record_point(run_id, params, 0, metrics, started_at=T0, ended_at=T0)
+    html = render(store, run_id, tmp_path / "out")
+    notice = element(html, 'id="incomplete-notice"', "</div>")
+    assert "No autovacuum point is recorded" in notice
+    assert "2 point(s) with a missing or unknown distribution" in notice
+    assert html.count("<svg") == 5
+    assert table(html, "manual-table").count("<tr><td>") == 1
+    assert '<th scope="row">manual VACUUM runs recorded</th><td>1</td>' in html
+
+
+def test_finished_run_has_no_notice(store: Store, tmp_path: Path) -> None:
+    html = render(store, make_cost_driver_run(store), tmp_path / "out")
+    assert "incomplete-notice" not in html
+    assert '<span class="status" id="run-status">done</span>' in html
+    assert "<td>36 of 36</td>" in html
+
+
+def test_cost_settings_and_duration_source_are_shown(store: Store, tmp_path: Path) -> None:
+    html = render(store, make_cost_driver_run(store), tmp_path / "out")
+    cost = table(html, "cost-settings")
+    assert '<td class="code">autovacuum_vacuum_cost_delay</td><td class="code">2ms</td>' in cost
+    assert '<td class="code">vacuum_cost_page_dirty</td><td class="code">20</td>' in cost
+    assert cost.count("<tr><td") == 10
+    source = element(html, 'id="duration-source"', "</p>")
+    assert "duration_stats_s" in source
+    assert "duration_stats_s (the server" in source
+    assert "for 36 of 36 points." in source
+    assert "duration_log_s" not in source
+
+
+def test_with_manual_points(store: Store, tmp_path: Path) -> None:
+    html = render(store, make_cost_driver_run(store, manual=True), tmp_path / "out")
+    manual = table(html, "manual-table")
+    assert manual.count("<tr><td>") == 12
+    unthrottled = float(np.median([manual_duration("spread", 50, 3, r) for r in range(3)]))
+    throttled = medians("spread", 50, 3)
+    row = element(
+        manual, '<tr><td>spread</td><td class="num">50 %</td><td class="num">3</td>', "</tr>"
+    )
+    assert f"{seconds(unthrottled)}<span" in row
+    assert f"{seconds(throttled)}<span" in row
+    assert f">{throttled / unthrottled:.1f}×<" in row
+    assert f">{(1 - unthrottled / throttled) * 100:.0f} %<" in row
+    assert "<td>72 of 72</td>" not in html  # autovacuum and manual are counted apart
+    assert "<td>36 of 36</td>" in html
+    caption = element(html, 'id="chart-predicted-caption"', "</figcaption>")
+    assert "For 36 of 36 runs the median duration of the manual" in caption
+
+
+def test_without_manual_points(store: Store, tmp_path: Path) -> None:
+    html = render(store, make_cost_driver_run(store, manual=False), tmp_path / "out")
+    assert 'id="manual"' not in html
+    assert 'id="manual-table"' not in html
+    caption = element(html, 'id="chart-predicted-caption"', "</figcaption>")
+    assert "work time is taken as 0" in caption
+
+
+def test_missing_metrics_render(store: Store, tmp_path: Path) -> None:
+    none = (
+        *WRITES,
+        "delay_time_s",
+        "duration_stats_s",
+        "idx_blks_hit",
+        "index_pages_newly_deleted",
+    )
+    run_id = make_cost_driver_run(store, manual=True, none_metrics=none)
+    out = tmp_path / "out"
+    html = render(store, run_id, out)
+    assert html.count("<svg") == 5
+    source = element(html, 'id="duration-source"', "</p>")
+    assert "duration_log_s" in source
+    assert "duration_stats_s" not in source
+    blocks = table(html, "blocks-table")
+    assert blocks.count('<td class="num">—</td>') == 3 * 12  # index blocks, share, newly deleted
+    manual = table(html, "manual-table")
+    assert manual.count('<td class="num">—</td>') == 12  # asleep, measured
+    for png in PNGS:
+        assert (out / png).read_bytes().startswith(PNG_MAGIC)
+
+
+def test_points_without_any_metric_render(store: Store, tmp_path: Path) -> None:
+    run_id = store.create_run("cost-driver", {}, server_version="15.4", settings={}, machine={})
+    params = point_params("spread", 10, 0, ROWS, "autovacuum")
+    store.record_point(run_id, params, 0, {}, started_at=T0, ended_at=T0 + timedelta(seconds=1))
+    html = render(store, run_id, tmp_path / "out")
+    assert html.count("<svg") == 5
+    assert "No point has a duration" in html
+    assert html.count("not recorded") == 10  # every cost setting
+
+
+def test_rendering_is_deterministic(store: Store, tmp_path: Path) -> None:
+    run_id = make_cost_driver_run(store, manual=True, with_xss=True)
+    first = render(store, run_id, tmp_path / "a")
+    second = render(store, run_id, tmp_path / "b")
+    assert first == second
+    for png in PNGS:
+        assert (tmp_path / "a" / png).read_bytes() == (tmp_path / "b" / png).read_bytes()
+
+
+def test_not_a_cost_driver_run(store: Store, tmp_path: Path) -> None:
+    run_id = make_churn_run(store, steps=1)
+    with pytest.raises(VacuumlabError, match="not a 'cost-driver' run") as info:
+        render_cost_driver_report(store, run_id, tmp_path / "out")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_without_points(store: Store, tmp_path: Path) -> None:
+    run_id = make_cost_driver_run(store, recorded=0, status="interrupted")
+    with pytest.raises(VacuumlabError, match="no recorded points") as info:
+        render_cost_driver_report(store, run_id, tmp_path / "out")
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_run(store: Store, tmp_path: Path) -> None:
+    with pytest.raises(VacuumlabError, match="no run 42"):
+        render_cost_driver_report(store, 42, tmp_path / "out")
+
+
+def test_shares_its_css_with_the_churn_report(store: Store, tmp_path: Path) -> None:
+    cost = render(store, make_cost_driver_run(store), tmp_path / "cost")
+    churn_path = render_churn_report(store, make_churn_run(store, steps=1), tmp_path / "churn")
+    churn = churn_path.read_text(encoding="utf-8")
+    style = element(cost, "<style>", "</style>")
+    assert len(style) > 1000
+    assert style == element(churn, "<style>", "</style>")
+
+
+def test_templates_ship_as_package_data() -> None:
+    templates = resources.files("vacuumlab.report") / "templates"
+    for name in ("cost_driver.html.j2", "_style.css.j2", "churn.html.j2"):
+        assert (templates / name).is_file()
