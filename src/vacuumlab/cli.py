@@ -314,6 +314,9 @@ _CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
 _DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
 _ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
 _RESUME_HELP = "Finish an interrupted run: measure what it lacks."
+DsnOpt = Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)]
+AllowAlterOpt = Annotated[bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)]
+ResumeOpt = Annotated[int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")]
 _MANUAL_HELP = "Also measure each point with VACUUM (VERBOSE) and no cost delay: the pure work."
 
 
@@ -328,13 +331,9 @@ def run_churn(
     repeat: Annotated[int | None, typer.Option(help="Repetitions of each step.")] = None,
     steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP)] = None,
     continuous: Annotated[bool, typer.Option("--continuous", help=_CONTINUOUS_HELP)] = False,
-    dsn: Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)] = None,
-    allow_alter_system: Annotated[
-        bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)
-    ] = False,
-    resume: Annotated[
-        int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")
-    ] = None,
+    dsn: DsnOpt = None,
+    allow_alter_system: AllowAlterOpt = False,
+    resume: ResumeOpt = None,
     store_path: StoreOpt = None,
     output: ReportDirOpt = None,
     data_dir: DataDir = None,
@@ -407,13 +406,9 @@ def run_cost_driver(
     indexes: Annotated[str | None, typer.Option(help="Index counts, e.g. 0,1,3,5.")] = None,
     repeat: Annotated[int | None, typer.Option(help="Repetitions of each combination.")] = None,
     manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
-    dsn: Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)] = None,
-    allow_alter_system: Annotated[
-        bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)
-    ] = False,
-    resume: Annotated[
-        int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")
-    ] = None,
+    dsn: DsnOpt = None,
+    allow_alter_system: AllowAlterOpt = False,
+    resume: ResumeOpt = None,
     store_path: StoreOpt = None,
     output: ReportDirOpt = None,
     data_dir: DataDir = None,
