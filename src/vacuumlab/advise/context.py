@@ -1,0 +1,132 @@
+"""What every question module gets: the snapshot (and a later one for rates), the server's
+settings, each relation's thresholds, and one way to write a recommendation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from psycopg import sql
+
+from vacuumlab.advise.model import Recommendation, Scope
+from vacuumlab.model import thresholds as th
+from vacuumlab.pg.knobs import knob
+from vacuumlab.stats.model import Relation, Snapshot, Table
+
+
+@dataclass
+class Context:
+    snapshot: Snapshot
+    later: Snapshot | None = None
+    exact: dict[int, float] = field(default_factory=dict)  # oid -> measured dead share (--exact)
+
+    @property
+    def now(self) -> Snapshot:
+        """The most recent snapshot: what the findings describe."""
+        return self.later or self.snapshot
+
+    @property
+    def version(self) -> int:
+        return self.now.server.version_num
+
+    @cached_property
+    def settings(self) -> dict[str, str]:
+        return th.server_settings(self.now)
+
+    def setting(self, name: str, default: float = 0.0) -> float:
+        try:
+            return float(self.settings[name])
+        except (KeyError, ValueError):
+            return default
+
+    @cached_property
+    def thresholds(self) -> list[th.Thresholds]:
+        return [
+            t for table in self.now.tables for t in th.of_table(table, self.settings, self.version)
+        ]
+
+    def tables(self) -> Iterator[Table]:
+        yield from self.now.tables
+
+    def earlier(self, relation: Relation) -> Relation | None:
+        """The same relation in the first snapshot, for rates (None without --interval)."""
+        if self.later is None:
+            return None
+        for table in self.snapshot.tables:
+            for rel in (table.heap, table.toast):
+                if rel is not None and rel.oid == relation.oid:
+                    return rel
+        return None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.later is None:
+            return None
+        return (self.later.taken_at - self.snapshot.taken_at).total_seconds()
+
+
+def label(relation: Relation, owner: Relation | None = None) -> str:
+    """``schema.table`` for a heap, ``schema.table (TOAST)`` for its TOAST relation."""
+    if relation.kind == "t" and owner is not None:
+        return f"{owner.qualified_name} (TOAST)"
+    return relation.qualified_name
+
+
+def alter_table(
+    table: Relation,
+    setting: str,
+    value: str,
+    *,
+    toast: bool,
+    reason: str,
+    impact: float,
+    version: int,
+    evidence: str | None = None,
+) -> Recommendation:
+    """``ALTER TABLE … SET (…)`` for a table or its TOAST relation, checked first."""
+    scope: Scope = "toast" if toast else "table"
+    knob(setting).check(value, scope, version)
+    name = sql.SQL("toast.") + sql.Identifier(setting) if toast else sql.Identifier(setting)
+    statement = sql.SQL("ALTER TABLE {} SET ({} = {});").format(
+        sql.Identifier(table.schema_name, table.name), name, sql.Literal(value)
+    )
+    return Recommendation(
+        sql=statement.as_string(None),
+        reason=reason,
+        scope=scope,
+        setting=setting,
+        value=value,
+        impact=impact,
+        evidence=evidence,
+    )
+
+
+def alter_system(
+    setting: str,
+    value: str,
+    *,
+    reason: str,
+    impact: float,
+    version: int,
+    evidence: str | None = None,
+) -> Recommendation:
+    """``ALTER SYSTEM SET …`` and the reload (or a note that it needs a restart)."""
+    k = knob(setting)
+    k.check(value, "server", version)
+    statement = (
+        sql.SQL("ALTER SYSTEM SET {} = {};")
+        .format(sql.Identifier(setting), sql.Literal(value))
+        .as_string(None)
+    )
+    restart = k.restart and not (setting == "autovacuum_max_workers" and version >= 180000)
+    statement += " -- then restart the server" if restart else " SELECT pg_reload_conf();"
+    return Recommendation(
+        sql=statement,
+        reason=reason,
+        scope="server",
+        setting=setting,
+        value=value,
+        impact=impact,
+        evidence=evidence,
+    )

@@ -1,0 +1,116 @@
+"""The advisor's versioned result: findings by DBA question, each with its evidence and, where
+something should change, the SQL and the reason. Round-trips through JSON like a snapshot."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import Field, ValidationError
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.stats.model import ProbeNote, Record, ServerInfo
+
+SCHEMA_VERSION = 1
+KIND: Final = "vacuumlab.advice"
+
+Question = Literal[
+    "thresholds", "timing", "wraparound", "horizon", "bloat", "hot", "toast", "workers"
+]
+Severity = Literal["critical", "warning", "info"]
+Scope = Literal["server", "table", "toast"]
+Value = float | int | str | bool | None
+
+#: The questions, in the order a DBA asks them, with their headings.
+QUESTIONS: dict[str, str] = {
+    "wraparound": "Wraparound",
+    "horizon": "What holds vacuum back",
+    "thresholds": "Thresholds",
+    "timing": "When and how long",
+    "workers": "Cost budget and workers",
+    "bloat": "Bloat",
+    "hot": "HOT and fillfactor",
+    "toast": "TOAST",
+}
+
+
+class Recommendation(Record):
+    """One change, as SQL, with why, checked against the setting's type, range and version."""
+
+    sql: str
+    reason: str
+    scope: Scope
+    setting: str
+    value: str
+    impact: float = Field(description="0 to 1, for ranking: how much it should help")
+    evidence: str | None = Field(default=None, description="the measurement it rests on")
+
+
+class Finding(Record):
+    """An answer to one question about one table (or the server)."""
+
+    question: Question
+    severity: Severity
+    relation: str | None = Field(description="schema.table, '(TOAST)' for its TOAST relation")
+    title: str
+    detail: str
+    evidence: dict[str, Value] = Field(default_factory=dict)
+    recommendations: list[Recommendation] = Field(default_factory=list)
+
+
+class TableStatus(Record):
+    """Where a relation stands against its autovacuum thresholds."""
+
+    relation: str
+    is_toast: bool
+    autovacuum_enabled: bool
+    dead: int
+    vacuum_threshold: float
+    vacuum_progress: float
+    inserted: int
+    insert_threshold: float | None
+    modified: int
+    analyze_threshold: float | None
+    overridden: list[str]
+    dead_per_second: float | None = None
+    seconds_to_vacuum: float | None = None
+    estimated_vacuum_seconds: float | None = None
+
+
+class Advice(Record):
+    kind: Literal["vacuumlab.advice"] = KIND
+    schema_version: int = SCHEMA_VERSION
+    vacuumlab_version: str
+    taken_at: datetime
+    interval_s: float | None = None
+    server: ServerInfo
+    exact: bool = False
+    findings: list[Finding] = Field(default_factory=list)
+    tables: list[TableStatus] = Field(default_factory=list)
+    notes: list[ProbeNote] = Field(default_factory=list)
+
+    def dump_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+    def recommendations(self) -> list[tuple[Finding, Recommendation]]:
+        """Every recommendation with its finding, most impact first."""
+        pairs = [(f, r) for f in self.findings for r in f.recommendations]
+        return sorted(pairs, key=lambda pair: -pair[1].impact)
+
+
+def load_advice(path: Path) -> Advice:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise VacuumlabError(f"{path} is not JSON") from None
+    if not isinstance(raw, dict) or raw.get("kind") != KIND:
+        raise VacuumlabError(f"{path} is not a vacuumlab advice file")
+    try:
+        return Advice.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise VacuumlabError(f"{path} is damaged: {'.'.join(map(str, first['loc']))}") from None

@@ -1,0 +1,106 @@
+"""What vacuumlab knows about the settings it recommends: settings knowledge as data.
+
+Each knob has a type, a range, a unit, the first server version that has it, and where it
+can be set: server-wide (a GUC, by ALTER SYSTEM), on a table (a reloption), on a table's TOAST
+relation (``toast.`` reloption). Every recommendation is checked against this before it is
+printed. Ranges and versions are those of the PostgreSQL documentation ("Automatic
+Vacuuming", "Storage Parameters") and of ``src/backend/access/common/reloptions.c``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from vacuumlab.errors import VacuumlabError
+
+Scope = Literal["server", "table", "toast"]
+INT_MAX = 2_147_483_647
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    name: str
+    vartype: Literal["bool", "integer", "real", "enum"]
+    minimum: float | None
+    maximum: float | None
+    unit: str | None  # the unit a bare number is read in (a GUC's base unit)
+    since: int  # server_version_num that first has it
+    scopes: frozenset[Scope]
+    values: tuple[str, ...] = ()  # enum values
+    restart: bool = False  # a server-wide change needs a restart
+
+    def check(self, value: str, scope: Scope, version_num: int) -> None:
+        """Raise a one-line VacuumlabError if ``value`` cannot be set here."""
+        if scope not in self.scopes:
+            raise VacuumlabError(f"{self.name} cannot be set at {scope} level")
+        if version_num < self.since:
+            raise VacuumlabError(
+                f"{self.name} needs PostgreSQL {self.since // 10000}; the server is "
+                f"{version_num // 10000}"
+            )
+        if self.vartype == "bool" and value not in ("on", "off", "true", "false"):
+            raise VacuumlabError(f"{self.name} takes on or off, not {value!r}")
+        if self.vartype == "enum" and value not in self.values:
+            raise VacuumlabError(f"{self.name} takes one of {', '.join(self.values)}")
+        if self.vartype in ("integer", "real"):
+            self._check_number(value)
+
+    def _check_number(self, value: str) -> None:
+        try:
+            number = float(value)
+        except ValueError:
+            raise VacuumlabError(f"{self.name} takes a number, not {value!r}") from None
+        if self.vartype == "integer" and not number.is_integer():
+            raise VacuumlabError(f"{self.name} takes a whole number, not {value!r}")
+        low = self.minimum if self.minimum is not None else float("-inf")
+        high = self.maximum if self.maximum is not None else float("inf")
+        if not low <= number <= high:
+            raise VacuumlabError(
+                f"{self.name} = {value} is out of range {self.minimum}..{self.maximum}"
+            )
+
+
+_ALL: frozenset[Scope] = frozenset({"server", "table", "toast"})
+_TABLES: frozenset[Scope] = frozenset({"table", "toast"})
+_SERVER: frozenset[Scope] = frozenset({"server"})
+
+KNOBS: dict[str, Knob] = {
+    k.name: k
+    for k in (
+        Knob("autovacuum_enabled", "bool", None, None, None, 80100, _TABLES),
+        Knob("autovacuum_vacuum_threshold", "integer", 0, INT_MAX, None, 80100, _ALL),
+        Knob("autovacuum_vacuum_max_threshold", "integer", -1, INT_MAX, None, 180000, _ALL),
+        Knob("autovacuum_vacuum_scale_factor", "real", 0, 100, None, 80100, _ALL),
+        Knob("autovacuum_vacuum_insert_threshold", "integer", -1, INT_MAX, None, 130000, _ALL),
+        Knob("autovacuum_vacuum_insert_scale_factor", "real", 0, 100, None, 130000, _ALL),
+        Knob("autovacuum_analyze_threshold", "integer", 0, INT_MAX, None, 80100,
+             frozenset({"server", "table"})),
+        Knob("autovacuum_analyze_scale_factor", "real", 0, 100, None, 80100,
+             frozenset({"server", "table"})),
+        Knob("autovacuum_vacuum_cost_delay", "real", -1, 100, "ms", 80100, _ALL),
+        Knob("autovacuum_vacuum_cost_limit", "integer", -1, 10000, None, 80100, _ALL),
+        Knob("autovacuum_freeze_max_age", "integer", 100_000, 2_000_000_000, None, 80200, _ALL,
+             restart=True),
+        Knob("autovacuum_multixact_freeze_max_age", "integer", 10_000, 2_000_000_000, None,
+             90300, _ALL, restart=True),
+        Knob("autovacuum_naptime", "integer", 1, 2_147_483, "s", 80100, _SERVER),
+        Knob("autovacuum_max_workers", "integer", 1, 262_143, None, 80300, _SERVER,
+             restart=True),
+        Knob("vacuum_cost_limit", "integer", 1, 10000, None, 80000, _SERVER),
+        Knob("maintenance_work_mem", "integer", 1024, INT_MAX, "kB", 80000, _SERVER),
+        Knob("autovacuum_work_mem", "integer", -1, INT_MAX, "kB", 90400, _SERVER),
+        Knob("fillfactor", "integer", 10, 100, None, 80200, frozenset({"table"})),
+        Knob("toast_tuple_target", "integer", 128, 8160, None, 110000, frozenset({"table"})),
+        Knob("vacuum_index_cleanup", "enum", None, None, None, 140000, _TABLES,
+             values=("auto", "on", "off")),
+        Knob("vacuum_truncate", "bool", None, None, None, 120000, _TABLES),
+    )
+}  # fmt: skip
+
+
+def knob(name: str) -> Knob:
+    try:
+        return KNOBS[name]
+    except KeyError:
+        raise VacuumlabError(f"vacuumlab knows no setting {name!r}") from None
