@@ -266,6 +266,106 @@ def _write(path: Path, text: str) -> None:
         raise VacuumlabError(f"cannot write {path}: {exc.strerror}") from None
 
 
+class AdviceFormat(StrEnum):
+    table = "table"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+def _seconds(text: str | None) -> float | None:
+    """``60``, ``60s``, ``2min`` → seconds."""
+    if text is None:
+        return None
+    units = {"": 1, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600}
+    number = text.strip().rstrip("smhinec")
+    unit = text.strip()[len(number) :]
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        raise VacuumlabError(f"--interval takes seconds, e.g. 60s or 2min, not {text!r}") from None
+    if value <= 0:
+        raise VacuumlabError("--interval must be positive")
+    return value
+
+
+@app.command("advise")
+def advise_command(
+    dsn: Annotated[
+        str | None,
+        typer.Argument(
+            help="Server to inspect [default: the running sandbox].", show_default=False
+        ),
+    ] = None,
+    interval: Annotated[
+        str | None,
+        typer.Option(
+            "--interval", help="Take a second snapshot after this long (e.g. 60s) for rates."
+        ),
+    ] = None,
+    fmt: Annotated[
+        AdviceFormat, typer.Option("--format", help="table, json, md or html")
+    ] = AdviceFormat.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
+    input_: Annotated[
+        list[Path] | None,
+        typer.Option("--input", help="Advise from saved snapshot JSON (one, or two for rates)."),
+    ] = None,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Measure bloat with pgstattuple_approx (reads tables).")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="Tables to list in the table view.")] = 25,
+    data_dir: DataDir = None,
+) -> None:
+    """Say, per table, where autovacuum stands and what to change, as SQL. Read-only.
+
+    Example: vacuumlab advise postgresql://me@db/app --interval 60s --format md -o advice.md
+    """
+    from vacuumlab.advise import advise, collect_advice
+    from vacuumlab.report.advice_text import render
+    from vacuumlab.stats.model import load_snapshot
+
+    seconds = _seconds(interval)
+    if input_:
+        if dsn is not None or len(input_) > 2:
+            raise VacuumlabError("--input takes one or two snapshot files, and no DSN")
+        snapshots = [load_snapshot(path) for path in input_]
+        advice = advise(snapshots[0], snapshots[1] if len(snapshots) == 2 else None)
+    else:
+
+        def waiting(s: float) -> None:
+            err.print(f"· waiting {s:.0f} s for a second snapshot (rates)")
+
+        advice, _ = collect_advice(
+            dsn or _sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=waiting
+        )
+    if fmt is AdviceFormat.table:
+        if output is None:
+            out.print(render(advice, limit=limit))
+        else:
+            _write(output, _render_text(render(advice, limit=limit)))
+        return
+    text = _advice_text(advice, fmt)
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write(output, text)
+
+
+def _advice_text(advice: Any, fmt: AdviceFormat) -> str:
+    if fmt is AdviceFormat.json:
+        return str(advice.dump_json()) + "\n"
+    if fmt is AdviceFormat.md:
+        from vacuumlab.report.advice_md import render_markdown
+
+        return render_markdown(advice)
+    from vacuumlab.report.advice_html import render_html
+
+    return render_html(advice)
+
+
 @app.command("demo")
 def demo(
     data_dir: DataDir = None,

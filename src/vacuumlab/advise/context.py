@@ -19,7 +19,7 @@ from vacuumlab.stats.model import Relation, Snapshot, Table
 class Context:
     snapshot: Snapshot
     later: Snapshot | None = None
-    exact: dict[int, float] = field(default_factory=dict)  # oid -> measured dead share (--exact)
+    exact: dict[int, dict[str, float]] = field(default_factory=dict)  # oid -> pgstattuple_approx
 
     @property
     def now(self) -> Snapshot:

@@ -38,7 +38,8 @@ _NAMES = {
 class Effective:
     """The settings autovacuum applies to one relation, and where each came from."""
 
-    enabled: bool
+    enabled: bool  # the server's autovacuum and the relation's own switch together
+    table_enabled: bool  # the relation's own switch (autovacuum_enabled reloption) alone
     vacuum_threshold: float
     vacuum_scale_factor: float
     vacuum_max_threshold: float | None  # None: no cap (before 18, or -1)
@@ -96,13 +97,15 @@ def effective(
             overridden.add(reloption)
         else:
             values[field] = server.get(guc, "")
-    enabled = _on(server.get("autovacuum", "on")) and _on(options.get("autovacuum_enabled", "on"))
+    table_enabled = _on(options.get("autovacuum_enabled", "on"))
+    enabled = _on(server.get("autovacuum", "on")) and table_enabled
     if "autovacuum_enabled" in options:
         overridden.add("autovacuum_enabled")
     cap = _number(values["vacuum_max_threshold"]) if version_num >= 180000 else None
     insert = _number(values["insert_threshold"]) if version_num >= 130000 else None
     return Effective(
         enabled=enabled,
+        table_enabled=table_enabled,
         vacuum_threshold=_number(values["vacuum_threshold"]) or 0.0,
         vacuum_scale_factor=_number(values["vacuum_scale_factor"]) or 0.0,
         vacuum_max_threshold=cap if cap is not None and cap >= 0 else None,

@@ -68,7 +68,10 @@ _SERVER: frozenset[Scope] = frozenset({"server"})
 KNOBS: dict[str, Knob] = {
     k.name: k
     for k in (
+        Knob("autovacuum", "bool", None, None, None, 80100, _SERVER),
         Knob("autovacuum_enabled", "bool", None, None, None, 80100, _TABLES),
+        Knob("idle_in_transaction_session_timeout", "integer", 0, INT_MAX, "ms", 90600,
+             _SERVER),
         Knob("autovacuum_vacuum_threshold", "integer", 0, INT_MAX, None, 80100, _ALL),
         Knob("autovacuum_vacuum_max_threshold", "integer", -1, INT_MAX, None, 180000, _ALL),
         Knob("autovacuum_vacuum_scale_factor", "real", 0, 100, None, 80100, _ALL),

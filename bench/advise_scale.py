@@ -1,0 +1,117 @@
+"""Advisor cost against the number of tables: wall time and statements, side by side.
+
+Creates databases with 1,000 and 10,000 tables (as ``snapshot_scale.py`` does: each with a
+primary key and a text column, so each has an index and a TOAST table) in a throwaway sandbox,
+runs the advisor end to end on each a few times and prints the median wall time, the number
+of statements it sent, and whether that number is the same for both sizes: the advisor asks
+a fixed number of queries whatever the number of tables. The count is read twice, from the
+advisor's own counter and from pg_stat_statements (statements tagged ``/* vacuumlab:``). It
+also times rendering the advice as Markdown and HTML, which grows with the tables.
+
+    .venv/bin/python bench/advise_scale.py [--tables 1000 10000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from snapshot_scale import create_tables, tagged_calls
+from vacuumlab.advise import collect_advice
+from vacuumlab.advise.model import Advice
+from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.report.advice_html import render_html
+from vacuumlab.report.advice_md import render_markdown
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    tables: int
+    relations: int  # heap and TOAST relations in the advice
+    seconds: float  # median wall time of collect_advice
+    statements: int  # by the advisor's counter
+    tagged: int  # by pg_stat_statements, per run
+    render_seconds: float  # Markdown and HTML together
+
+
+def prepare(sandbox: Sandbox, count: int) -> str:
+    """A database of `count` tables with pg_stat_statements; its DSN."""
+    name = f"advise_{count}"
+    with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    dsn = sandbox.dsn_for(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+    create_tables(dsn, count)
+    return dsn
+
+
+def measure(dsn: str, count: int, repeat: int) -> Result:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+    times, counts = [], []
+    advice: Advice | None = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        advice, statements = collect_advice(dsn)
+        times.append(time.perf_counter() - start)
+        counts.append(statements)
+    assert advice is not None
+    if len(set(counts)) != 1:
+        print(f"warning: statement counts vary between runs at {count} tables: {counts}")
+    start = time.perf_counter()
+    render_markdown(advice)
+    render_html(advice)
+    rendered = time.perf_counter() - start
+    return Result(
+        count,
+        len(advice.tables),
+        statistics.median(times),
+        counts[0],
+        tagged_calls(dsn) // repeat,
+        rendered,
+    )
+
+
+def report(results: list[Result]) -> None:
+    print(
+        f"{'tables':>8} {'relations':>10} {'median s':>9} {'statements':>11} "
+        f"{'pg_stat_statements':>19} {'render s':>9}"
+    )
+    for r in results:
+        print(
+            f"{r.tables:>8} {r.relations:>10} {r.seconds:>9.3f} {r.statements:>11} "
+            f"{r.tagged:>19} {r.render_seconds:>9.3f}"
+        )
+    first, last = results[0], results[-1]
+    same = "same" if first.statements == last.statements else "DIFFERENT"
+    tagged_same = "same" if first.tagged == last.tagged else "DIFFERENT"
+    print(
+        f"time ratio {last.tables}/{first.tables} tables: {last.seconds / first.seconds:.1f}x; "
+        f"statements: {first.statements} vs {last.statements} ({same}); "
+        f"pg_stat_statements: {first.tagged} vs {last.tagged} ({tagged_same})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory(prefix="vacuumlab-bench-") as tmp,
+        Sandbox.start(Path(tmp) / "sandbox") as sandbox,
+    ):
+        results = [measure(prepare(sandbox, n), n, args.repeat) for n in args.tables]
+    report(results)
+
+
+if __name__ == "__main__":
+    main()

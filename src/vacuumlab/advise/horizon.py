@@ -1,0 +1,160 @@
+"""What holds vacuum back: whatever pins the xmin horizon keeps every dead tuple newer than it.
+
+Vacuum removes a dead tuple only once no snapshot can still see it (the horizon of
+``GetOldestNonRemovableTransactionId`` in procarray.c). Holders, classified: a long
+transaction, a session idle in a transaction, a replication slot's xmin (a standby with
+hot_standby_feedback) or catalog_xmin (logical decoding), a prepared transaction, a walsender
+relaying standby feedback.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from psycopg import sql
+
+from vacuumlab.advise.context import Context, alter_system
+from vacuumlab.advise.model import Finding, Recommendation, Severity
+from vacuumlab.stats.model import Backend, PreparedXact, ReplicationSlot
+
+
+def findings(
+    ctx: Context,
+    *,
+    warn_seconds: float = 300.0,
+    critical_seconds: float = 3600.0,
+    warn_age: int = 1_000_000,
+) -> list[Finding]:
+    """Limits: a holder is worth a warning past ``warn_seconds`` or ``warn_age`` xids, and
+    critical past ``critical_seconds`` (see the docs' "Routine Vacuuming")."""
+    dead = sum((t.heap.n_dead_tup or 0) for t in ctx.now.tables)
+    limits = (warn_seconds, critical_seconds, warn_age)
+    found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends]
+    found += [_slot(s, dead, limits) for s in ctx.now.slots]
+    found += [_prepared(ctx, p, dead, limits) for p in ctx.now.prepared]
+    return [f for f in found if f is not None]
+
+
+def _severity(seconds: float | None, age: int | None, limits: tuple[float, float, int]) -> Severity:
+    warn_seconds, critical_seconds, warn_age = limits
+    if (seconds or 0) >= critical_seconds:
+        return "critical"
+    if (seconds or 0) >= warn_seconds or (age or 0) >= warn_age:
+        return "warning"
+    return "info"
+
+
+def _age_of(moment: datetime | None, now: datetime) -> float | None:
+    return None if moment is None else max(0.0, (now - moment).total_seconds())
+
+
+def _kind(b: Backend) -> str:
+    if b.backend_type == "walsender":
+        return "standby feedback (walsender)"
+    if b.state and b.state.startswith("idle in transaction"):
+        return "idle in transaction"
+    return "long transaction"
+
+
+def _backend(
+    ctx: Context, b: Backend, dead: int, limits: tuple[float, float, int]
+) -> Finding | None:
+    seconds = _age_of(b.xact_start, ctx.now.taken_at)
+    severity = _severity(seconds, b.xmin_age, limits)
+    kind = _kind(b)
+    if severity == "info" and (seconds or 0) < 60 and kind == "long transaction":
+        return None  # a query at work holds the horizon for a moment; that is not news
+    # A session idle in a transaction is news however short: nothing ends it but the client.
+    recommendations: list[Recommendation] = []
+    if kind == "idle in transaction" and ctx.setting("idle_in_transaction_session_timeout") == 0:
+        recommendations.append(
+            alter_system(
+                "idle_in_transaction_session_timeout",
+                "600000",
+                version=ctx.version,
+                impact=0.7,
+                reason="sessions left idle in a transaction hold the horizon for as long as they "
+                "stay; a timeout of 10 minutes ends them (the application must reconnect)",
+            )
+        )
+    held = f"{seconds:,.0f} s" if seconds is not None else "an unknown time"
+    return Finding(
+        question="horizon",
+        severity=severity,
+        relation=None,
+        title=f"pid {b.pid}: {kind}, holding the horizon for {held}",
+        detail=(
+            f"User {b.user_name or '?'}, application {b.application_name or '?'}, state "
+            f"{b.state or '?'}; xmin age {b.xmin_age or 0:,}. Up to {dead:,} dead tuples across "
+            "the tables here cannot be removed while it holds. To end it: "
+            + sql.SQL("SELECT pg_terminate_backend({});").format(sql.Literal(b.pid)).as_string(None)
+        ),
+        evidence={
+            "pid": b.pid,
+            "kind": kind,
+            "seconds": seconds,
+            "xmin_age": b.xmin_age,
+            "dead_tuples_in_database": dead,
+            "query": b.query,
+        },
+        recommendations=recommendations,
+    )
+
+
+def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Finding | None:
+    age = max(s.xmin_age or 0, s.catalog_xmin_age or 0)
+    if not age:
+        return None
+    which = "xmin (standby feedback)" if s.xmin_age else "catalog_xmin (logical decoding)"
+    severity = _severity(None, age, limits)
+    if not s.active and severity == "info":
+        severity = "warning"  # an inactive slot holds the horizon forever
+    drop = sql.SQL("SELECT pg_drop_replication_slot({});").format(sql.Literal(s.slot_name))
+    return Finding(
+        question="horizon",
+        severity=severity,
+        relation=None,
+        title=f"replication slot {s.slot_name}: {which} age {age:,}"
+        + ("" if s.active else ", inactive"),
+        detail=(
+            f"A {s.slot_type} slot{' nobody is using' if not s.active else ''} pins the "
+            f"horizon; up to {dead:,} dead tuples here wait for it. If its consumer is gone: "
+            + drop.as_string(None)
+        ),
+        evidence={
+            "slot": s.slot_name,
+            "type": s.slot_type,
+            "active": s.active,
+            "xmin_age": s.xmin_age,
+            "catalog_xmin_age": s.catalog_xmin_age,
+        },
+    )
+
+
+def _prepared(
+    ctx: Context, p: PreparedXact, dead: int, limits: tuple[float, float, int]
+) -> Finding:
+    seconds = _age_of(p.prepared, ctx.now.taken_at)
+    severity = _severity(seconds, p.xid_age, limits)
+    if severity == "info":
+        severity = "warning"  # nothing ends a prepared transaction but COMMIT/ROLLBACK PREPARED
+    rollback = sql.SQL("ROLLBACK PREPARED {};").format(sql.Literal(p.gid))
+    return Finding(
+        question="horizon",
+        severity=severity,
+        relation=None,
+        title=f"prepared transaction {p.gid!r}: xid age {p.xid_age:,}",
+        detail=(
+            f"Prepared by {p.owner} in database {p.database} {seconds or 0:,.0f} s ago; it "
+            f"survives restarts and holds the horizon until its transaction manager resolves it "
+            f"(up to {dead:,} dead tuples here wait). If that manager is gone: "
+            + rollback.as_string(None)
+        ),
+        evidence={
+            "gid": p.gid,
+            "xid_age": p.xid_age,
+            "seconds": seconds,
+            "database": p.database,
+            "owner": p.owner,
+        },
+    )

@@ -1,0 +1,211 @@
+"""Thresholds: where each relation stands against its autovacuum thresholds, which are past
+them and still waiting, and why (autovacuum off, every worker busy, the xmin horizon).
+
+Queue-like tables (rows inserted and deleted many times over their live size) get the settings
+the churn study supports, with its measurement.
+"""
+
+from __future__ import annotations
+
+from vacuumlab.advise.context import Context, alter_system, alter_table, label
+from vacuumlab.advise.model import Finding, Recommendation
+from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.stats.model import Relation
+
+#: A table is queue-like when its rows turned over at least this many times (inserts plus
+#: deletes over live rows): the shape the churn study measures.
+QUEUE_TURNOVER = 10.0
+#: Below this many dead tuples a table past its threshold is not worth a finding.
+MIN_DEAD = 1000
+CHURN_EVIDENCE = (
+    "churn study (vacuumlab run churn, demo preset, 2 cores): with cost_delay 0 and a short "
+    "naptime, mean latency fell from 2.35 to 1.71 ms, stddev from 1.51 to 0.65 ms and the "
+    "dead-tuple peak from 214,718 to 86,662 against the defaults"
+)
+
+
+def findings(ctx: Context) -> list[Finding]:
+    owners = _owners(ctx)
+    found: list[Finding] = []
+    for t in ctx.thresholds:
+        name = label(t.relation, owners.get(t.relation.oid))
+        found.extend(_waiting(ctx, t, name))
+        if not t.is_toast:
+            found.extend(_queue(ctx, t, name))
+    found.extend(_global_off(ctx))
+    return found
+
+
+def _owners(ctx: Context) -> dict[int, Relation]:
+    return {t.toast.oid: t.heap for t in ctx.now.tables if t.toast is not None}
+
+
+def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
+    """A relation past its vacuum threshold: say how far, and what keeps autovacuum away."""
+    past = t.dead > t.vacuum or (t.insert is not None and t.inserted > t.insert)
+    if not past or max(t.dead, t.inserted) < MIN_DEAD:
+        return []
+    reason, severity, recommendations = _why(ctx, t, name)
+    return [
+        Finding(
+            question="thresholds",
+            severity=severity,
+            relation=name,
+            title=f"{t.vacuum_progress:.0%} of its vacuum threshold: {reason}",
+            detail=(
+                f"{t.dead:,} dead tuples against a threshold of {t.vacuum:,.0f} "
+                f"({_formula(t)}); {t.inserted:,} inserted since the last vacuum"
+                + (f" against {t.insert:,.0f}" if t.insert is not None else "")
+                + "."
+            ),
+            evidence=_evidence(t),
+            recommendations=recommendations,
+        )
+    ]
+
+
+def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recommendation]]:
+    """Why a relation past its threshold has not been vacuumed (yet)."""
+    if not t.effective.table_enabled:
+        table = _heap_of(ctx, t)
+        fix = alter_table(
+            table,
+            "autovacuum_enabled",
+            "on",
+            toast=t.is_toast,
+            version=ctx.version,
+            reason=f"autovacuum is off for {name}: its dead tuples are never removed",
+            impact=min(1.0, 0.5 + t.vacuum_progress / 20),
+        )
+        return "autovacuum is off for it", "critical", [fix]
+    if not t.effective.enabled:
+        return "autovacuum is off for the whole server", "critical", []
+    running = [v for v in ctx.now.vacuums if v.is_autovacuum]
+    if len(running) >= ctx.setting("autovacuum_max_workers", 3):
+        return "every autovacuum worker is busy", "warning", []
+    if t.relation.last_autovacuum and ctx.now.backends and _vacuumed_recently(ctx, t):
+        return "vacuumed recently, but the xmin horizon keeps its dead tuples", "warning", []
+    return "waiting for the launcher (it visits each database every naptime)", "info", []
+
+
+def _vacuumed_recently(ctx: Context, t: Thresholds) -> bool:
+    last = t.relation.last_autovacuum
+    naptime = ctx.setting("autovacuum_naptime", 60)
+    return last is not None and (ctx.now.taken_at - last).total_seconds() < 3 * naptime
+
+
+def _heap_of(ctx: Context, t: Thresholds) -> Relation:
+    if not t.is_toast:
+        return t.relation
+    return next(tb.heap for tb in ctx.now.tables if tb.toast and tb.toast.oid == t.relation.oid)
+
+
+def _formula(t: Thresholds) -> str:
+    e = t.effective
+    text = (
+        f"{e.vacuum_threshold:g} + {e.vacuum_scale_factor:g} × {max(t.relation.reltuples, 0):,.0f}"
+    )
+    if e.vacuum_max_threshold is not None and t.vacuum >= e.vacuum_max_threshold:
+        text += f", capped at {e.vacuum_max_threshold:,.0f}"
+    return text
+
+
+def _evidence(t: Thresholds) -> dict[str, float | int | str | bool | None]:
+    return {
+        "n_dead_tup": t.dead,
+        "vacuum_threshold": round(t.vacuum, 1),
+        "n_ins_since_vacuum": t.inserted,
+        "insert_threshold": None if t.insert is None else round(t.insert, 1),
+        "reltuples": t.relation.reltuples,
+        "autovacuum_enabled": t.effective.enabled,
+        "overridden": ", ".join(sorted(t.effective.overridden)) or None,
+        "last_autovacuum": None
+        if t.relation.last_autovacuum is None
+        else t.relation.last_autovacuum.isoformat(),
+    }
+
+
+def _queue(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
+    """Queue-like tables: rows come and go many times over their live size."""
+    rel = t.relation
+    live = max(rel.n_live_tup or 0, 1)
+    turnover = ((rel.n_tup_ins or 0) + (rel.n_tup_del or 0)) / live
+    if turnover < QUEUE_TURNOVER or (rel.n_tup_del or 0) < MIN_DEAD:
+        return []
+    recommendations = []
+    if "autovacuum_vacuum_cost_delay" not in rel.reloptions:
+        recommendations.append(
+            alter_table(
+                rel,
+                "autovacuum_vacuum_cost_delay",
+                "0",
+                toast=False,
+                version=ctx.version,
+                impact=0.6,
+                evidence=CHURN_EVIDENCE,
+                reason="a queue's vacuum is small and frequent: unthrottled it finishes before the "
+                "queue refills, and a table with its own cost settings leaves the shared budget "
+                "to the others (autovac_balance_cost in autovacuum.c)",
+            )
+        )
+    if (
+        t.effective.vacuum_scale_factor > 0.01
+        and "autovacuum_vacuum_scale_factor" not in rel.reloptions
+    ):
+        recommendations.append(
+            alter_table(
+                rel,
+                "autovacuum_vacuum_scale_factor",
+                "0.01",
+                toast=False,
+                version=ctx.version,
+                impact=0.5,
+                evidence=CHURN_EVIDENCE,
+                reason=f"with {t.effective.vacuum_scale_factor:g} × reltuples the queue waits for "
+                f"{t.vacuum:,.0f} dead tuples; a queue's latency climbs with its dead tuples",
+            )
+        )
+    return [
+        Finding(
+            question="thresholds",
+            severity="warning" if recommendations else "info",
+            relation=name,
+            title=f"queue-like: rows turned over {turnover:,.0f} times",
+            detail=(
+                f"{rel.n_tup_ins or 0:,} inserts and {rel.n_tup_del or 0:,} deletes against "
+                f"{rel.n_live_tup or 0:,} live rows. Latency in such tables follows the dead "
+                "tuples: vacuum them early and unthrottled. autovacuum_naptime is server-wide; "
+                "the churn study's best step also lowered it to 10s."
+            ),
+            evidence={
+                "turnover": round(turnover, 1),
+                "n_tup_ins": rel.n_tup_ins,
+                "n_tup_del": rel.n_tup_del,
+                "n_live_tup": rel.n_live_tup,
+            },
+            recommendations=recommendations,
+        )
+    ]
+
+
+def _global_off(ctx: Context) -> list[Finding]:
+    if ctx.settings.get("autovacuum", "on") == "on":
+        return []
+    fix = alter_system(
+        "autovacuum",
+        "on",
+        version=ctx.version,
+        impact=1.0,
+        reason="with autovacuum off only anti-wraparound vacuums run: dead tuples pile up "
+        "in every table",
+    )
+    return [
+        Finding(
+            question="thresholds",
+            severity="critical",
+            relation=None,
+            title="autovacuum is off for the whole server",
+            detail="No table is vacuumed for its dead tuples, whatever its thresholds.",
+            recommendations=[fix],
+        )
+    ]

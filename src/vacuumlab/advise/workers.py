@@ -1,0 +1,321 @@
+"""Cost budget and workers: whether autovacuum as a whole keeps up with the dead tuples every
+table produces, and whether there are workers for the tables past their thresholds.
+
+All autovacuum workers share one cost budget: ``autovacuum_vacuum_cost_limit`` per
+``autovacuum_vacuum_cost_delay``, split between the workers running
+(autovac_balance_cost() in src/backend/postmaster/autovacuum.c) — except tables with
+cost settings of their own, which keep theirs. ``autovacuum_max_workers`` caps how many tables are
+vacuumed at once, in all databases together.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vacuumlab.advise import timing
+from vacuumlab.advise import toast as toast_options
+from vacuumlab.advise.context import Context, alter_system, alter_table, label
+from vacuumlab.advise.model import Finding, Recommendation, Severity, Value
+from vacuumlab.model import cost as cm
+
+#: Recommend a budget this many times the pages per second needed.
+HEADROOM = 2.0
+#: Warn once the need reaches this share of the budget: it is a lower bound.
+BUSY_SHARE = 0.5
+#: A relation with at least this share of the need gets a cost limit of its own.
+HOT_SHARE = 0.5
+ASSUMPTIONS = (
+    "dead tuples packed as densely as live ones (reltuples / relpages to a page), each page "
+    "costing vacuum_cost_page_hit + vacuum_cost_page_dirty: a lower bound, since dead tuples "
+    "spread over more pages dirty more of them, and each vacuum also reads the pages that are "
+    "not all-visible and its indexes"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """Pages per second of vacuum work one relation produces."""
+
+    estimate: timing.Estimate
+    pages_per_second: float
+
+
+def findings(ctx: Context) -> list[Finding]:
+    return [*_budget(ctx), _workers(ctx)]
+
+
+# -- the cost budget ----------------------------------------------------------------------------
+
+
+def _budget(ctx: Context) -> list[Finding]:
+    settings = timing.autovacuum_cost(ctx)
+    if settings is None:
+        return [_info("the cost settings are not in the snapshot", "No budget to compare.")]
+    if ctx.later is None or not ctx.seconds or ctx.seconds <= 0:
+        return [
+            _info(
+                "run with --interval 60s to compare the work with the cost budget",
+                "The work autovacuum has to do comes from dead-tuple rates: two snapshots.",
+            )
+        ]
+    if settings.delay_ms == 0:
+        return [
+            _info(
+                "autovacuum runs unthrottled: no cost budget",
+                "autovacuum_vacuum_cost_delay is 0, so workers never sleep for cost; their "
+                "pace is the I/O's.",
+            )
+        ]
+    needs, unsized = _needs(ctx)
+    return [_budget_finding(ctx, settings, needs, unsized)]
+
+
+def _needs(ctx: Context) -> tuple[list[Need], int]:
+    """Each relation sharing the budget, with the pages per second its dead tuples fill."""
+    needs, unsized = [], 0
+    for e in timing.estimates(ctx):
+        rate = e.rates.dead_per_second if e.rates else None
+        shared = e.duration is not None and e.duration.balanced
+        if not rate or not shared or not e.thresholds.effective.enabled:
+            continue
+        rel = e.thresholds.relation
+        if rel.relpages <= 0 or rel.reltuples <= 0:
+            unsized += 1
+            continue
+        needs.append(Need(e, rate / (rel.reltuples / rel.relpages)))
+    return needs, unsized
+
+
+def _budget_finding(
+    ctx: Context, settings: cm.CostSettings, needs: list[Need], unsized: int
+) -> Finding:
+    page_cost = settings.page_hit + settings.page_dirty
+    budget = cm.pages_per_second(page_cost, settings)
+    needed = sum(n.pages_per_second for n in needs)
+    share = needed / budget
+    hottest = max(needs, key=lambda n: n.pages_per_second, default=None)
+    recommendations = (
+        _more_budget(ctx, settings, needs, needed, hottest) if share >= BUSY_SHARE else []
+    )
+    severity: Severity = "warning" if share >= BUSY_SHARE else "info"
+    return Finding(
+        question="workers",
+        severity=severity,
+        relation=None,
+        title=(
+            f"dead tuples need {needed:,.0f} pages/s of vacuum; the cost budget allows "
+            f"{budget:,.0f} ({share:.0%})"
+        ),
+        detail=_budget_detail(settings, page_cost, budget, hottest, needed, unsized),
+        evidence=_budget_evidence(settings, page_cost, budget, needed, hottest, len(needs)),
+        recommendations=recommendations,
+    )
+
+
+def _budget_detail(
+    settings: cm.CostSettings,
+    page_cost: float,
+    budget: float,
+    hottest: Need | None,
+    needed: float,
+    unsized: int,
+) -> str:
+    text = (
+        f"The workers share a limit of {settings.limit} per {settings.delay_ms:g} ms: at "
+        f"{page_cost:g} a page (hit + dirtied) that is {budget:,.0f} pages/s whatever the "
+        "number of workers. "
+        f"Assumed: {ASSUMPTIONS}."
+    )
+    if hottest is not None and needed > 0:
+        text += (
+            f" {hottest.estimate.name} alone needs {hottest.pages_per_second:,.0f} pages/s "
+            f"({hottest.pages_per_second / needed:.0%})."
+        )
+    if unsized:
+        text += f" {unsized} relations without reltuples/relpages (never analysed) are left out."
+    return text
+
+
+def _budget_evidence(
+    settings: cm.CostSettings,
+    page_cost: float,
+    budget: float,
+    needed: float,
+    hottest: Need | None,
+    counted: int,
+) -> dict[str, Value]:
+    return {
+        "needed_pages_per_second": round(needed, 1),
+        "budget_pages_per_second": round(budget, 1),
+        "budget_share": round(needed / budget, 4),
+        "cost_per_page": page_cost,
+        "cost_limit": settings.limit,
+        "cost_delay_ms": settings.delay_ms,
+        "relations_counted": counted,
+        "hottest": hottest.estimate.name if hottest else None,
+        "hottest_pages_per_second": round(hottest.pages_per_second, 1) if hottest else None,
+    }
+
+
+def _more_budget(
+    ctx: Context,
+    settings: cm.CostSettings,
+    needs: list[Need],
+    needed: float,
+    hottest: Need | None,
+) -> list[Recommendation]:
+    """Per table when one relation makes most of the work, else server-wide."""
+    if hottest is not None and hottest.pages_per_second >= HOT_SHARE * needed:
+        return _own_budget(ctx, settings, hottest)
+    return _shared_budget(ctx, settings, needed)
+
+
+def _limit_for(pages_per_second: float, settings: cm.CostSettings) -> int:
+    """The cost limit that allows HEADROOM × the pages per second at the current delay."""
+    page_cost = settings.page_hit + settings.page_dirty
+    raw = HEADROOM * pages_per_second * page_cost * settings.delay_ms / 1000
+    return max(100, math.ceil(raw / 100) * 100)
+
+
+def _own_budget(ctx: Context, settings: cm.CostSettings, hot: Need) -> list[Recommendation]:
+    e = hot.estimate
+    # Never below the shared limit: its own setting should not leave it worse off than alone.
+    limit = max(_limit_for(hot.pages_per_second, settings), settings.limit)
+    setting, value = (
+        ("autovacuum_vacuum_cost_limit", str(limit))
+        if limit <= timing.MAX_COST_LIMIT
+        else ("autovacuum_vacuum_cost_delay", "0")
+    )
+    rec = alter_table(
+        e.table.heap,
+        setting,
+        value,
+        toast=e.thresholds.is_toast,
+        version=ctx.version,
+        impact=0.6,
+        evidence=timing.CHURN_MEASUREMENT,
+        reason=(
+            f"{e.name} makes {hot.pages_per_second:,.0f} pages/s of vacuum work, most of it; "
+            f"{setting} = {value} of its own gives it {HEADROOM:g} × that and takes it out of "
+            "the shared budget, which the other tables keep"
+        ),
+    )
+    inherited = toast_options.needs_carry_over(e.table, is_toast=e.thresholds.is_toast)
+    inherited.pop(setting, None)
+    return [rec, *toast_options.carry_over(ctx, e.table, inherited, owner=label(e.table.heap))]
+
+
+def _shared_budget(ctx: Context, settings: cm.CostSettings, needed: float) -> list[Recommendation]:
+    limit = _limit_for(needed, settings)
+    why = (
+        f"all tables together need {needed:,.0f} pages/s; the shared budget is "
+        f"{cm.pages_per_second(settings.page_hit + settings.page_dirty, settings):,.0f}"
+    )
+    if limit <= timing.MAX_COST_LIMIT:
+        if limit <= settings.limit:
+            return []
+        return [_system(ctx, "autovacuum_vacuum_cost_limit", str(limit), why, 0.6)]
+    page_cost = settings.page_hit + settings.page_dirty
+    delay = timing.MAX_COST_LIMIT / (HEADROOM * needed * page_cost) * 1000
+    delay_value = f"{math.floor(delay * 10) / 10:g}"
+    return [
+        _system(ctx, "autovacuum_vacuum_cost_limit", str(timing.MAX_COST_LIMIT), why, 0.6),
+        _system(ctx, "autovacuum_vacuum_cost_delay", delay_value, why + " even at 10000", 0.5),
+    ]
+
+
+def _system(ctx: Context, setting: str, value: str, why: str, impact: float) -> Recommendation:
+    return alter_system(
+        setting,
+        value,
+        version=ctx.version,
+        impact=impact,
+        evidence=timing.CHURN_MEASUREMENT,
+        reason=f"{why}: {setting} = {value} gives {HEADROOM:g} × the need",
+    )
+
+
+# -- workers ------------------------------------------------------------------------------------
+
+
+def _workers(ctx: Context) -> Finding:
+    max_workers = int(ctx.setting("autovacuum_max_workers", 3))
+    running = [v for v in ctx.now.vacuums if v.is_autovacuum]
+    busy = {v.relid for v in running}
+    owners = {t.toast.oid: t.heap for t in ctx.tables() if t.toast is not None}
+    waiting = [
+        label(t.relation, owners.get(t.relation.oid))
+        for t in ctx.thresholds
+        if t.needs_vacuum and t.relation.oid not in busy
+    ]
+    free = max(max_workers - len(running), 0)
+    # With a worker free, a waiting relation only waits for the launcher's next round.
+    short = free == 0 and bool(waiting)
+    severity: Severity = "warning" if short else "info"
+    detail = _workers_detail(waiting, free)
+    recommendations = []
+    if short:
+        rec, note = _more_workers(ctx, max_workers, len(waiting))
+        recommendations = [rec] if rec else []
+        detail += note
+    return Finding(
+        question="workers",
+        severity=severity,
+        relation=None,
+        title=(
+            f"{len(running)} of {max_workers} autovacuum workers busy; relations past their "
+            f"threshold without one: {len(waiting)}"
+        ),
+        detail=detail,
+        evidence={
+            "autovacuum_max_workers": max_workers,
+            "running": len(running),
+            "free": free,
+            "waiting": len(waiting),
+        },
+        recommendations=recommendations,
+    )
+
+
+def _workers_detail(waiting: list[str], free: int) -> str:
+    if not waiting:
+        return "No relation is past its threshold without a worker on it."
+    shown = ", ".join(waiting[:5]) + (f" and {len(waiting) - 5} more" if len(waiting) > 5 else "")
+    if free:
+        return (
+            f"Waiting: {shown}. {free} workers are free: the launcher sends one to each "
+            "database at its next round (every autovacuum_naptime), and a worker takes the "
+            "relations of its database one after another."
+        )
+    return f"Waiting: {shown}. Every worker is busy: they wait for one to finish."
+
+
+def _more_workers(ctx: Context, current: int, waiting: int) -> tuple[Recommendation | None, str]:
+    """A worker per waiting relation, at most twice as many as now, within
+    autovacuum_worker_slots on 18+ (the slots reserved at server start)."""
+    target = current + min(waiting, current)
+    slots = int(ctx.setting("autovacuum_worker_slots", 0)) if ctx.version >= 180000 else 0
+    if slots:
+        target = min(target, slots)
+    if target <= current:
+        return None, (
+            f" autovacuum_max_workers already uses all {slots} autovacuum_worker_slots: raising "
+            "those needs a restart."
+        )
+    rec = alter_system(
+        "autovacuum_max_workers",
+        str(target),
+        version=ctx.version,
+        impact=0.5,
+        reason=(
+            f"every one of the {current} workers is busy while {waiting} relations past their "
+            "threshold wait. The workers split one cost budget (autovac_balance_cost in "
+            "autovacuum.c): raise autovacuum_vacuum_cost_limit with them, or each goes slower"
+        ),
+    )
+    return rec, ""
+
+
+def _info(title: str, detail: str) -> Finding:
+    return Finding(question="workers", severity="info", relation=None, title=title, detail=detail)

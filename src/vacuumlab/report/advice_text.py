@@ -1,0 +1,107 @@
+"""The advisor in the terminal: what to change first, then the findings by question, then where
+each table stands. Pure: it reads the advice model only; database strings are never markup."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from vacuumlab.advise.model import QUESTIONS, Advice, Finding
+
+_STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
+
+
+def render(advice: Advice, *, limit: int = 25) -> RenderableType:
+    parts: list[RenderableType] = [_header(advice), _changes(advice)]
+    for question, heading in QUESTIONS.items():
+        found = [f for f in advice.findings if f.question == question]
+        if found:
+            parts.append(_findings(heading, found))
+    parts.append(_standing(advice, limit))
+    if advice.notes:
+        notes = Table(
+            "probe", "not collected because", "fix", title="Not collected", title_justify="left"
+        )
+        for n in advice.notes:
+            notes.add_row(n.probe, Text(n.reason), Text(n.fix or ""))
+        parts.append(notes)
+    return Group(*parts)
+
+
+def _header(advice: Advice) -> Text:
+    server = advice.server
+    text = Text(server.version.split(" on ")[0], style="bold")
+    text.append(f" · database {server.database} · {advice.taken_at:%Y-%m-%d %H:%M:%S %Z}")
+    if advice.interval_s:
+        text.append(f" · rates over {advice.interval_s:.0f} s")
+    critical = sum(f.severity == "critical" for f in advice.findings)
+    warnings = sum(f.severity == "warning" for f in advice.findings)
+    text.append(f"\n{critical} critical, {warnings} warnings, {len(advice.findings)} findings")
+    return text
+
+
+def _changes(advice: Advice) -> RenderableType:
+    ranked = advice.recommendations()
+    if not ranked:
+        return Text("Nothing to change: no recommendation.", style="green")
+    table = Table(
+        "#",
+        "change",
+        "why",
+        title="What to change, most impact first",
+        title_justify="left",
+        show_lines=True,
+    )
+    for number, (_finding, rec) in enumerate(ranked, start=1):
+        why = Text(rec.reason)
+        if rec.evidence:
+            why.append(f"\nevidence: {rec.evidence}", style="dim")
+        table.add_row(str(number), Text(rec.sql, style="cyan"), why)
+    return table
+
+
+def _findings(heading: str, found: list[Finding]) -> Table:
+    table = Table(
+        "severity", "relation", "finding", title=heading, title_justify="left", show_lines=True
+    )
+    for f in found:
+        body = Text(f.title, style="bold")
+        body.append(f"\n{f.detail}")
+        table.add_row(
+            Text(f.severity, style=_STYLE[f.severity]), Text(f.relation or "server"), body
+        )
+    return table
+
+
+def _standing(advice: Advice, limit: int) -> Table:
+    shown = advice.tables[:limit]
+    table = Table(
+        "relation",
+        "autovacuum",
+        "dead / threshold",
+        "progress",
+        "inserted / threshold",
+        "dead/s",
+        "next vacuum in",
+        "overrides",
+        title=f"Where each table stands ({len(shown)} of {len(advice.tables)})",
+        title_justify="left",
+    )
+    for row in shown:
+        insert = (
+            "-"
+            if row.insert_threshold is None
+            else f"{row.inserted:,} / {row.insert_threshold:,.0f}"
+        )
+        table.add_row(
+            Text(row.relation),
+            "on" if row.autovacuum_enabled else Text("off", style="red"),
+            f"{row.dead:,} / {row.vacuum_threshold:,.0f}",
+            f"{row.vacuum_progress:.0%}",
+            insert,
+            "-" if row.dead_per_second is None else f"{row.dead_per_second:,.1f}",
+            "-" if row.seconds_to_vacuum is None else f"{row.seconds_to_vacuum:,.0f} s",
+            Text(", ".join(row.overridden)),
+        )
+    return table
