@@ -518,39 +518,133 @@ def run_cost_driver(
 
     Example: vacuumlab run cost-driver --rows 200000 --indexes 0,2 --repeat 2 --manual
     """
-    from vacuumlab.lab import PointsReporter, default_store
-    from vacuumlab.pg.target import Target
     from vacuumlab.report.cost_driver import render_cost_driver_report
     from vacuumlab.studies import cost_driver
 
-    with Store.open(store_path or default_store()) as store:
+    def configure(store: Store) -> Any:
         if resume is not None:
             params = _resumable_params(store, resume, "cost-driver", dsn)
-            config = cost_driver.CostDriverConfig.from_params(params)
-        else:
-            chosen = None if distributions is None else tuple(distributions.split(","))
-            config = cost_driver.make_config(
-                preset,
-                rows=rows,
-                distributions=chosen,
-                dead_pcts=_int_list(dead, "--dead"),
-                indexes=_int_list(indexes, "--indexes"),
-                repeat=repeat,
-                manual=manual or None,
-                target="server" if dsn else "sandbox",
-            )
+            return cost_driver.CostDriverConfig.from_params(params)
+        chosen = None if distributions is None else tuple(distributions.split(","))
+        return cost_driver.make_config(
+            preset,
+            rows=rows,
+            distributions=chosen,
+            dead_pcts=_int_list(dead, "--dead"),
+            indexes=_int_list(indexes, "--indexes"),
+            repeat=repeat,
+            manual=manual or None,
+            target="server" if dsn else "sandbox",
+        )
+
+    _run_points_study(
+        "cost-driver",
+        configure,
+        cost_driver.CostDriverRun,
+        cost_driver.describe,
+        render_cost_driver_report,
+        dsn=dsn,
+        allow_alter_system=allow_alter_system,
+        resume=resume,
+        store_path=store_path,
+        output=output,
+        data_dir=data_dir,
+        pg_bin=pg_bin,
+    )
+
+
+@run_app.command("toast")
+def run_toast(
+    preset: Annotated[
+        str, typer.Option(help="quick (50,000 rows) or paper (500,000, as the seed).")
+    ] = "quick",
+    rows: Annotated[int | None, typer.Option(help="Rows in each table.")] = None,
+    width: Annotated[int | None, typer.Option(help="Bytes of incompressible text per row.")] = None,
+    storages: Annotated[
+        str | None, typer.Option(help="extended,main,external,plain (any of them).")
+    ] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each table.")] = None,
+    parallel: Annotated[
+        bool, typer.Option(help="Also vacuum heap and TOAST from two sessions.")
+    ] = True,
+    dsn: DsnOpt = None,
+    allow_alter_system: AllowAlterOpt = False,
+    resume: ResumeOpt = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    """The same wide rows stored in line or in TOAST: sizes, UPDATE, VACUUM, FREEZE (seed 003).
+
+    Example: vacuumlab run toast --rows 20000 --storages extended,main --no-parallel
+    """
+    from vacuumlab.report.toast import render_toast_report
+    from vacuumlab.studies import toast
+
+    def configure(store: Store) -> Any:
+        if resume is not None:
+            return toast.ToastConfig.from_params(_resumable_params(store, resume, "toast", dsn))
+        chosen = None if storages is None else tuple(storages.split(","))
+        return toast.make_config(
+            preset,
+            rows=rows,
+            width=width,
+            storages=chosen,
+            repeat=repeat,
+            parallel=parallel,
+            target="server" if dsn else "sandbox",
+        )
+
+    _run_points_study(
+        "toast",
+        configure,
+        toast.ToastRun,
+        toast.describe,
+        render_toast_report,
+        dsn=dsn,
+        allow_alter_system=allow_alter_system,
+        resume=resume,
+        store_path=store_path,
+        output=output,
+        data_dir=data_dir,
+        pg_bin=pg_bin,
+    )
+
+
+def _run_points_study(
+    study: str,
+    configure: Any,
+    run_class: Any,
+    describe: Any,
+    render: Any,
+    *,
+    dsn: str | None,
+    allow_alter_system: bool,
+    resume: int | None,
+    store_path: Path | None,
+    output: Path | None,
+    data_dir: Path | None,
+    pg_bin: Path | None,
+) -> None:
+    """What every matrix study does from the command line: config (fresh or resumed), target,
+    progress bar, run, report."""
+    from vacuumlab.lab import PointsReporter, default_store
+    from vacuumlab.pg.target import Target
+
+    with Store.open(store_path or default_store()) as store:
+        config = configure(store)
         reporter = PointsReporter(err)
         with contextlib.ExitStack() as stack:
             if dsn is None:
-                target = Target.of_sandbox(
-                    stack.enter_context(Sandbox.start(data_dir, pg_bin=pg_bin))
-                )
+                sandbox = stack.enter_context(Sandbox.start(data_dir, pg_bin=pg_bin))
+                target = Target.of_sandbox(sandbox)
             else:
                 target = Target.of_dsn(dsn, allow_alter_system=allow_alter_system, pg_bin=pg_bin)
-            err.print(f"cost-driver on the {target.label}: {cost_driver.describe(config)}")
-            run = cost_driver.CostDriverRun(config, target, store, reporter, run_id=resume)
-            run_id = _execute(run, reporter, "cost-driver")
-        html = render_cost_driver_report(store, run_id, output or _report_dir(store.path, run_id))
+            err.print(f"{study} on the {target.label}: {describe(config)}")
+            run = run_class(config, target, store, reporter, run_id=resume)
+            run_id = _execute(run, reporter, study)
+        html = render(store, run_id, output or _report_dir(store.path, run_id))
         out.print(f"report: {html}")
 
 
@@ -603,13 +697,18 @@ def report(
     from vacuumlab.lab import default_store
     from vacuumlab.report.churn import render_churn_report
     from vacuumlab.report.cost_driver import render_cost_driver_report
+    from vacuumlab.report.toast import render_toast_report
 
     path = store_path or default_store()
     if not path.exists():
         raise VacuumlabError(f"no results store at {path}: run a study first, or pass --store")
     with Store.open(path) as store:
         study = store.run(run_id).study
-        renderers = {"churn": render_churn_report, "cost-driver": render_cost_driver_report}
+        renderers = {
+            "churn": render_churn_report,
+            "cost-driver": render_cost_driver_report,
+            "toast": render_toast_report,
+        }
         if study not in renderers:
             raise VacuumlabError(f"run {run_id} is a {study} run; no report for that study yet")
         html = renderers[study](store, run_id, output or _report_dir(path, run_id))

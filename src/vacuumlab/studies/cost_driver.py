@@ -238,7 +238,7 @@ def measure_point(target: Target, p: Mapping[str, Any], reporter: Reporter) -> d
             "vm_all_frozen_before": before_vm[1],
             "freeze_attempts": attempts,
         }
-        _checkpoint(s)
+        checkpoint(s)
         if target.sandbox is not None:
             _reset_shared_counters(s)
         before = _Counters.read(s)
@@ -248,7 +248,7 @@ def measure_point(target: Target, p: Mapping[str, Any], reporter: Reporter) -> d
         else:
             report, wall, stats_s = _autovacuum(s, table, target)
             metrics |= {"duration_wall_s": wall, "duration_stats_s": stats_s}
-        _checkpoint(s)  # so the writes vacuum left to the checkpointer are counted
+        checkpoint(s)  # so the writes vacuum left to the checkpointer are counted
         after = _Counters.read(s)
         after_vm = _vm_summary(s, table, visibility)
         settings = _cost_settings(s)
@@ -344,7 +344,7 @@ def _visibility_function(s: Session) -> sql.Composable:
     return sql.Identifier(str(schema).strip('"'), "pg_visibility_map_summary")
 
 
-def _checkpoint(s: Session) -> None:
+def checkpoint(s: Session) -> None:
     try:
         s.execute("CHECKPOINT")
     except psycopg.errors.InsufficientPrivilege:
