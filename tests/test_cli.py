@@ -29,7 +29,7 @@ GROUPS = {("sandbox",), ("run",)}
 def test_command_tree_is_complete() -> None:
     expected = (
         {"sandbox", "snapshot", "demo", "version", "run", "run churn", "run cost-driver"}
-        | {"report", "runs", "advise", "run toast"}
+        | {"report", "runs", "advise", "run toast", "run fillfactor"}
         | {
             f"sandbox {c}"
             for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")

@@ -612,6 +612,68 @@ def run_toast(
     )
 
 
+@run_app.command("fillfactor")
+def run_fillfactor(
+    preset: Annotated[
+        str, typer.Option(help="quick (fits and 2×, about 12 min) or paper (3 sizes).")
+    ] = "quick",
+    sizes: Annotated[
+        str | None, typer.Option(help="fits,2x,10x: data size against shared_buffers.")
+    ] = None,
+    fillfactors: Annotated[str | None, typer.Option(help="e.g. 70,80,90,100.")] = None,
+    seconds: Annotated[int | None, typer.Option(help="Load per point, in seconds.")] = None,
+    repeat: Annotated[
+        int | None, typer.Option(help="Repetitions (2 or more for significance).")
+    ] = None,
+    clients: Annotated[int | None, typer.Option(help="pgbench clients.")] = None,
+    shared_buffers: Annotated[
+        str | None, typer.Option(help="The 'memory' sizes are measured against (sandbox only).")
+    ] = None,
+    dsn: DsnOpt = None,
+    resume: ResumeOpt = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    """pgbench TPC-B at sizes against memory × fillfactor: HOT share, growth, speed (seed 002).
+
+    Example: vacuumlab run fillfactor --sizes fits --fillfactors 80,100 --seconds 30 --repeat 3
+    """
+    from vacuumlab.report.fillfactor import render_fillfactor_report
+    from vacuumlab.studies import fillfactor
+
+    def configure(store: Store) -> Any:
+        if resume is not None:
+            params = _resumable_params(store, resume, "fillfactor", dsn)
+            return fillfactor.FillfactorConfig.from_params(params)
+        return fillfactor.make_config(
+            preset,
+            sizes=None if sizes is None else tuple(sizes.split(",")),
+            fillfactors=_int_list(fillfactors, "--fillfactors"),
+            seconds=seconds,
+            repeat=repeat,
+            clients=clients,
+            shared_buffers=shared_buffers,
+            target="server" if dsn else "sandbox",
+        )
+
+    _run_points_study(
+        "fillfactor",
+        configure,
+        fillfactor.FillfactorRun,
+        fillfactor.describe,
+        render_fillfactor_report,
+        dsn=dsn,
+        allow_alter_system=False,
+        resume=resume,
+        store_path=store_path,
+        output=output,
+        data_dir=data_dir,
+        pg_bin=pg_bin,
+    )
+
+
 def _run_points_study(
     study: str,
     configure: Any,
@@ -697,6 +759,7 @@ def report(
     from vacuumlab.lab import default_store
     from vacuumlab.report.churn import render_churn_report
     from vacuumlab.report.cost_driver import render_cost_driver_report
+    from vacuumlab.report.fillfactor import render_fillfactor_report
     from vacuumlab.report.toast import render_toast_report
 
     path = store_path or default_store()
@@ -708,6 +771,7 @@ def report(
             "churn": render_churn_report,
             "cost-driver": render_cost_driver_report,
             "toast": render_toast_report,
+            "fillfactor": render_fillfactor_report,
         }
         if study not in renderers:
             raise VacuumlabError(f"run {run_id} is a {study} run; no report for that study yet")

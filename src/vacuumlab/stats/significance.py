@@ -1,0 +1,117 @@
+"""Is a difference between two groups of repetitions more than noise?
+
+Welch's t-test (``scipy.stats.ttest_ind`` with ``equal_var=False``): it does not assume the two
+groups share a variance, which two fillfactors need not. With fewer than two values in a group
+there is no variance to estimate, and the comparison says so instead of guessing.
+
+Missing values (None, NaN, infinities) are dropped, as everywhere in the reports.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats  # type: ignore[import-untyped]
+
+ALPHA = 0.05
+Verdict = Literal["significant", "within noise", "not testable"]
+
+SIGNIFICANT = "significant at 5 %"
+WITHIN_NOISE = "within noise"
+NEEDS_REPEATS = "not testable (needs --repeat ≥ 2)"
+NO_SPREAD = "not testable (no variation within either group)"
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A 95 % confidence interval of a mean, from the t distribution."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Group ``a`` against group ``b``: their means, Welch's t and p, and the verdict."""
+
+    n_a: int
+    n_b: int
+    mean_a: float | None
+    mean_b: float | None
+    t: float | None
+    df: float | None
+    p_value: float | None
+    verdict: Verdict
+    text: str
+
+    @property
+    def relative(self) -> float | None:
+        """(mean a − mean b) / mean b; None when either is missing or b is 0."""
+        if self.mean_a is None or self.mean_b is None or self.mean_b == 0:
+            return None
+        return (self.mean_a - self.mean_b) / self.mean_b
+
+
+def clean(values: Sequence[float | None]) -> list[float]:
+    """The finite values, in order."""
+    return [float(v) for v in values if v is not None and math.isfinite(v)]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _no_spread(values: Sequence[float]) -> bool:
+    """No variance to speak of: identical values, up to rounding in the last digits (scipy
+    warns of catastrophic cancellation there, and the t statistic means nothing)."""
+    scale = max(abs(v) for v in values) or 1.0
+    return float(np.std(values)) <= 1e-12 * scale
+
+
+def welch(a: Sequence[float | None], b: Sequence[float | None], alpha: float = ALPHA) -> Comparison:
+    """Welch's two-sided t-test of ``a`` against ``b``."""
+    xs, ys = clean(a), clean(b)
+    base = (len(xs), len(ys), _mean(xs), _mean(ys))
+    if len(xs) < 2 or len(ys) < 2:
+        return Comparison(*base, None, None, None, "not testable", NEEDS_REPEATS)
+    if _no_spread(xs) and _no_spread(ys):
+        return Comparison(*base, None, None, None, "not testable", NO_SPREAD)
+    t, p, df = _ttest(xs, ys)
+    if p < alpha:
+        return Comparison(*base, t, df, p, "significant", SIGNIFICANT)
+    return Comparison(*base, t, df, p, "within noise", WITHIN_NOISE)
+
+
+def _ttest(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """scipy's Welch test. One group of identical values (a HOT share of 1.0 in every
+    repetition) is a valid case, variance 0, but scipy warns of precision loss on it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        result = stats.ttest_ind(xs, ys, equal_var=False)
+    return float(result.statistic), float(result.pvalue), float(result.df)
+
+
+def mean_interval(values: Sequence[float | None], level: float = 0.95) -> Interval | None:
+    """The mean with its t-based confidence interval; None without two finite values."""
+    data = clean(values)
+    if len(data) < 2:
+        return None
+    mean = float(np.mean(data))
+    half = float(stats.t.ppf(0.5 + level / 2, len(data) - 1)) * float(
+        np.std(data, ddof=1) / math.sqrt(len(data))
+    )
+    return Interval(mean, mean - half, mean + half, len(data))
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as a report prints it."""
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"

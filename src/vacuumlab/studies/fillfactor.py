@@ -1,0 +1,585 @@
+"""The fillfactor study (seed 002): pgbench's TPC-B at data sizes relative to memory ×
+fillfactor.
+
+One point: ``pgbench -i -F fillfactor -s scale`` loads fresh tables, a CHECKPOINT, a warm-up
+run, then the measured run. Every pgbench connection carries ``search_path=vacuumlab`` in its
+options, so pgbench creates, fills and updates its tables inside schema vacuumlab, on the
+sandbox and on a named server alike (pgbench names its tables unqualified).
+
+"Memory" is ``shared_buffers``: on the sandbox the study sets it (a restart) and puts it back
+at the end; on a named server it uses the server's own and changes nothing. The scale of each
+size is computed from it (see ``fillfactor_spec``).
+
+What a point records, over the measured run only: pgbench's TPS; the UPDATE of
+pgbench_accounts from pg_stat_statements (mean and standard deviation of its calls); HOT and
+new-page shares of the table's updates; autovacuum runs; buffer hits and reads; and the
+table's and its index's size after loading and at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, get_args
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.lab import SCHEMA, Planned, StudyRun
+from vacuumlab.pg import pgbench, queries
+from vacuumlab.pg.connect import Session, Timeouts, connect
+from vacuumlab.pg.settings import SettingSpec, to_base_unit
+from vacuumlab.pg.target import Target
+from vacuumlab.store import Store
+from vacuumlab.studies.cost_driver import Reporter, Silent
+from vacuumlab.studies.fillfactor_spec import (
+    FILLFACTOR_MAX,
+    FILLFACTOR_MIN,
+    PRESETS,
+    SIZE_LABELS,
+    SIZES,
+    STUDY,
+    Size,
+    point_params,
+    scale_for,
+)
+
+ACCOUNTS = "pgbench_accounts"
+#: pgbench's tables: dropped at the end on a named server (StudyRun._clean_up).
+PGBENCH_TABLES = (ACCOUNTS, "pgbench_branches", "pgbench_tellers", "pgbench_history")
+#: The statement whose time the seed reports; pgbench's TPC-B sends it with this prefix.
+UPDATE_PREFIX = "UPDATE pgbench_accounts SET abalance"
+#: Smallest shared_buffers the study accepts: below it "memory" means nothing for TPC-B.
+MIN_MEMORY_BYTES = 16 * 2**20
+#: A backend hands its table counters to the statistics system when it exits; how long to
+#: wait for pgbench's backends to do so after pgbench has ended.
+STATS_WAIT_S = 10.0
+#: Statements that load and checkpoint gigabytes run without the default 5 s limit.
+LONG = Timeouts(statement_ms=0, lock_ms=5000)
+
+# shared_buffers as pg_settings describes it, to parse "128MB" before any server is reached.
+_SHARED_BUFFERS = SettingSpec(
+    "shared_buffers", "16384", "8kB", "integer", "postmaster", "16", "1073741823", None
+)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FillfactorConfig:
+    """Everything a run depends on; stored with the run so ``--resume`` can rebuild it.
+
+    ``shared_buffers`` is None on a named server: the study then uses the server's own value.
+    """
+
+    preset: str = "quick"
+    sizes: tuple[Size, ...] = ("fits", "2x")
+    fillfactors: tuple[int, ...] = (70, 80, 90, 100)
+    seconds: int = 45
+    warmup: int = 5
+    repeat: int = 2
+    clients: int = 2
+    jobs: int = 1
+    shared_buffers: str | None = "128MB"
+    target: str = "sandbox"
+
+    def params(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> FillfactorConfig:
+        known: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in params.items()
+            if k in cls.__dataclass_fields__
+        }
+        return cls(**known)
+
+
+def make_config(preset: str = "quick", **overrides: Any) -> FillfactorConfig:
+    """A config from a preset with fields overridden (None keeps the preset's value).
+
+    On a named server (``target="server"``) shared_buffers stays the server's own unless the
+    caller names a value, which validation then refuses (only the sandbox is restarted).
+    """
+    if preset not in PRESETS:
+        raise VacuumlabError(f"unknown preset {preset!r}; choose {', '.join(PRESETS)}")
+    base = PRESETS[preset]
+    named = overrides.get("target") == "server"
+    config = FillfactorConfig(
+        preset=preset,
+        sizes=base.sizes,
+        fillfactors=base.fillfactors,
+        seconds=base.seconds,
+        warmup=base.warmup,
+        repeat=base.repeat,
+        clients=base.clients,
+        jobs=base.jobs,
+        shared_buffers=None if named else base.shared_buffers,
+    )
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    check(config)
+    return replace(config, jobs=min(config.jobs, config.clients))
+
+
+def check(config: FillfactorConfig) -> None:
+    """Refuse a config that cannot run, with a one-line reason."""
+    unknown = sorted(set(config.sizes) - set(get_args(Size)))
+    if unknown or not config.sizes:
+        raise VacuumlabError(f"sizes are {', '.join(SIZES)}, not {', '.join(unknown) or 'none'}")
+    bad = [f for f in config.fillfactors if not FILLFACTOR_MIN <= f <= FILLFACTOR_MAX]
+    if bad or not config.fillfactors:
+        raise VacuumlabError(f"fillfactors are between {FILLFACTOR_MIN} and {FILLFACTOR_MAX}")
+    if _repeats(config.sizes) or _repeats(config.fillfactors):
+        raise VacuumlabError("sizes and fillfactors must not repeat")
+    if min(config.seconds, config.clients, config.jobs, config.repeat) < 1:
+        raise VacuumlabError("--seconds, --clients, --jobs and --repeat must be at least 1")
+    if not 0 <= config.warmup < config.seconds:
+        raise VacuumlabError(f"the warm-up ({config.warmup} s) must be shorter than --seconds")
+    if config.shared_buffers is not None:
+        memory_bytes(config.shared_buffers)
+
+
+def _repeats(values: tuple[object, ...]) -> bool:
+    return len(set(values)) != len(values)
+
+
+def memory_bytes(text: str) -> int:
+    """shared_buffers (``"128MB"``, ``"16384"`` in 8 kB pages) in bytes."""
+    pages = to_base_unit(_SHARED_BUFFERS, text)
+    value = int(pages * 8192)
+    if value < MIN_MEMORY_BYTES:
+        raise VacuumlabError(f"shared_buffers {text} is too small; use at least 16MB")
+    return value
+
+
+def describe(config: FillfactorConfig) -> str:
+    """One line: the matrix."""
+    memory = config.shared_buffers or "the server's"
+    return (
+        f"sizes {'/'.join(config.sizes)} of shared_buffers {memory} × fillfactor "
+        f"{'/'.join(map(str, config.fillfactors))} × {config.repeat} repetitions, "
+        f"{config.seconds} s each ({config.warmup} s warm-up), {config.clients} clients"
+    )
+
+
+# -- pgbench ---------------------------------------------------------------------------------
+
+
+def study_dsn(dsn: str) -> str:
+    """``dsn`` with ``search_path=vacuumlab`` added to its options (any options it has are
+    kept): pgbench then creates and uses its unqualified tables in schema vacuumlab."""
+    options = conninfo_to_dict(dsn).get("options")
+    extra = f"-c search_path={SCHEMA}"
+    return make_conninfo(dsn, options=f"{options} {extra}" if options else extra)
+
+
+def init_command(exe: Path, dsn: str, scale: int, fillfactor: int) -> list[str]:
+    """``pgbench -i``: drop and create pgbench's tables, load, vacuum, add primary keys."""
+    return [str(exe), "--initialize", "--quiet", f"--scale={scale}",
+            f"--fillfactor={fillfactor}", study_dsn(dsn)]  # fmt: skip
+
+
+def load_command(exe: Path, dsn: str, clients: int, jobs: int, seconds: int) -> list[str]:
+    """The built-in TPC-B for ``seconds``; no vacuum first, the tables are fresh."""
+    return [str(exe), "--no-vacuum", f"--client={clients}", f"--jobs={jobs}",
+            f"--time={seconds}", study_dsn(dsn)]  # fmt: skip
+
+
+_PROCESSED = re.compile(r"^number of transactions actually processed: (\d+)", re.MULTILINE)
+_LATENCY = re.compile(r"^latency average = ([\d.]+) ms", re.MULTILINE)
+
+
+def parse_transactions(output: str) -> int | None:
+    match = _PROCESSED.search(output)
+    return None if match is None else int(match[1])
+
+
+def parse_latency(output: str) -> float | None:
+    match = _LATENCY.search(output)
+    return None if match is None else float(match[1])
+
+
+# -- pg_stat_statements ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """Calls, total time and sum of squared deviations (ms²) of one statement's timings:
+    what pg_stat_statements keeps (its stddev is sqrt(M2 / calls), pg_stat_statements.c)."""
+
+    calls: int
+    total_ms: float
+    m2: float
+
+    @property
+    def mean_ms(self) -> float | None:
+        return self.total_ms / self.calls if self.calls else None
+
+    @property
+    def stddev_ms(self) -> float | None:
+        return (self.m2 / self.calls) ** 0.5 if self.calls else None
+
+    def minus(self, before: Moments) -> Moments:
+        """The calls made since ``before``: the inverse of the parallel-variance merge (Chan
+        et al.), so no reset of the server's statistics is needed."""
+        calls = self.calls - before.calls
+        if before.calls == 0 or calls < 0:  # a new entry, or the statistics were reset since
+            return self
+        if calls == 0:
+            return NO_CALLS
+        total = self.total_ms - before.total_ms
+        shift = before.total_ms / before.calls - total / calls
+        m2 = self.m2 - before.m2 - shift**2 * before.calls * calls / self.calls
+        return Moments(calls, total, max(m2, 0.0))
+
+    def plus(self, other: Moments) -> Moments:
+        """Both sets of calls together (the same merge, forwards)."""
+        calls = self.calls + other.calls
+        if not self.calls or not other.calls:
+            return self if other.calls == 0 else other
+        shift = self.total_ms / self.calls - other.total_ms / other.calls
+        m2 = self.m2 + other.m2 + shift**2 * self.calls * other.calls / calls
+        return Moments(calls, self.total_ms + other.total_ms, m2)
+
+
+NO_CALLS = Moments(0, 0.0, 0.0)
+StatementKey = tuple[int, int, str]  # userid, queryid, toplevel
+
+
+def moments_delta(
+    before: Mapping[StatementKey, Moments], after: Mapping[StatementKey, Moments]
+) -> Moments:
+    """The calls made between two snapshots, over every matching entry. A new table gets a new
+    queryid (the relation's OID is part of it), so each point's UPDATE is an entry of its own."""
+    total = NO_CALLS
+    for key, now in after.items():
+        total = total.plus(now.minus(before.get(key, NO_CALLS)))
+    return total
+
+
+def _statements_query(view: sql.Composable) -> sql.Composed:
+    text = queries.tag(
+        "SELECT userid::bigint, queryid, coalesce(to_jsonb(s) ->> 'toplevel', 'true'), calls,"
+        " total_exec_time, stddev_exec_time FROM {} s WHERE dbid = (SELECT oid FROM pg_database"
+        " WHERE datname = current_database()) AND starts_with(query, %s)",
+        "fillfactor_statements",
+    )
+    return sql.SQL(text).format(view)
+
+
+def read_statements(s: Session, view: sql.Composable) -> dict[StatementKey, Moments]:
+    rows = s.conn.execute(_statements_query(view), [UPDATE_PREFIX]).fetchall()
+    return {
+        (int(user), int(query), str(top)): Moments(int(calls), float(total), float(sd) ** 2 * calls)
+        for user, query, top, calls, total, sd in rows
+    }
+
+
+def statements_view(s: Session) -> tuple[sql.Composable | None, bool]:
+    """pg_stat_statements, installed in schema vacuumlab when the database lacks it; and
+    whether the study created it. (None, False) when the server cannot provide it (not in
+    shared_preload_libraries, or no right to create it): the UPDATE time is then not
+    measured, and the run goes on."""
+    schema = s.scalar(
+        "SELECT extnamespace::regnamespace::text FROM pg_extension"
+        " WHERE extname = 'pg_stat_statements'"
+    )
+    created = schema is None
+    try:
+        if created:
+            _create_extension(s)
+        view = sql.Identifier(str(schema or SCHEMA).strip('"'), "pg_stat_statements")
+        s.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(view))
+    except psycopg.Error:
+        if created:  # created, but unusable without the preloaded library: take it back
+            with contextlib.suppress(psycopg.Error):
+                s.execute("DROP EXTENSION IF EXISTS pg_stat_statements")
+        return None, False
+    return view, created
+
+
+def _create_extension(s: Session) -> None:
+    s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
+    s.execute(
+        sql.SQL("CREATE EXTENSION pg_stat_statements SCHEMA {}").format(sql.Identifier(SCHEMA))
+    )
+
+
+# -- table counters --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """pgbench_accounts' cumulative counters and sizes at one moment."""
+
+    n_tup_upd: int
+    n_tup_hot_upd: int
+    n_tup_newpage_upd: int | None  # PostgreSQL 16+
+    autovacuum_count: int
+    heap_blks_hit: int
+    heap_blks_read: int
+    idx_blks_hit: int
+    idx_blks_read: int
+    heap_bytes: int
+    index_bytes: int
+
+
+#: One query for every version: n_tup_newpage_upd (16+) is read by name from the row as JSON,
+#: NULL where the column does not exist.
+_COUNTERS = queries.tag(
+    """SELECT s.n_tup_upd, s.n_tup_hot_upd,
+       (to_jsonb(s) ->> 'n_tup_newpage_upd')::bigint AS n_tup_newpage_upd, s.autovacuum_count,
+       coalesce(io.heap_blks_hit, 0) AS heap_blks_hit,
+       coalesce(io.heap_blks_read, 0) AS heap_blks_read,
+       coalesce(io.idx_blks_hit, 0) AS idx_blks_hit,
+       coalesce(io.idx_blks_read, 0) AS idx_blks_read,
+       pg_relation_size(c.oid) AS heap_bytes, pg_indexes_size(c.oid) AS index_bytes
+  FROM pg_class c
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  JOIN pg_stat_all_tables s ON s.relid = c.oid
+  JOIN pg_statio_all_tables io ON io.relid = c.oid
+ WHERE n.nspname = %s AND c.relname = %s""",
+    "fillfactor_counters",
+)
+
+
+def read_counters(s: Session) -> Counters:
+    [row] = s.query(_COUNTERS, Counters, [SCHEMA, ACCOUNTS])
+    return row
+
+
+def _share(part: int | None, whole: int) -> float | None:
+    return None if part is None or whole <= 0 else part / whole
+
+
+def counter_metrics(before: Counters, after: Counters) -> dict[str, Any]:
+    """What happened to the table between two readings."""
+    upd = after.n_tup_upd - before.n_tup_upd
+    hot = after.n_tup_hot_upd - before.n_tup_hot_upd
+    newpage = (
+        None
+        if after.n_tup_newpage_upd is None or before.n_tup_newpage_upd is None
+        else after.n_tup_newpage_upd - before.n_tup_newpage_upd
+    )
+    blocks = {
+        name: getattr(after, name) - getattr(before, name)
+        for name in ("heap_blks_hit", "heap_blks_read", "idx_blks_hit", "idx_blks_read")
+    }
+    hits = blocks["heap_blks_hit"] + blocks["idx_blks_hit"]
+    reads = blocks["heap_blks_read"] + blocks["idx_blks_read"]
+    return blocks | {
+        "n_tup_upd": upd,
+        "n_tup_hot_upd": hot,
+        "n_tup_newpage_upd": newpage,
+        "hot_share": _share(hot, upd),
+        "newpage_share": _share(newpage, upd),
+        "autovacuum_count": after.autovacuum_count - before.autovacuum_count,
+        "hit_ratio": _share(hits, hits + reads),
+    }
+
+
+def size_metrics(loaded: Counters, end: Counters) -> dict[str, Any]:
+    return {
+        "table_bytes_init": loaded.heap_bytes,
+        "table_bytes_end": end.heap_bytes,
+        "index_bytes_init": loaded.index_bytes,
+        "index_bytes_end": end.index_bytes,
+        "table_growth": end.heap_bytes / loaded.heap_bytes - 1 if loaded.heap_bytes else None,
+        "index_growth": end.index_bytes / loaded.index_bytes - 1 if loaded.index_bytes else None,
+    }
+
+
+def wait_for_counters(s: Session, before: Counters, transactions: int) -> Counters:
+    """The counters once pgbench's backends have reported: every TPC-B transaction updates
+    pgbench_accounts once, and backends flush their counts as they exit (pgstat.c)."""
+    deadline = time.monotonic() + STATS_WAIT_S
+    while True:
+        now = read_counters(s)
+        if now.n_tup_upd - before.n_tup_upd >= transactions or time.monotonic() > deadline:
+            return now
+        time.sleep(0.05)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+class FillfactorRun(StudyRun):
+    """One run of the matrix on one target."""
+
+    study = STUDY
+    tables = PGBENCH_TABLES
+
+    def __init__(
+        self,
+        config: FillfactorConfig,
+        target: Target,
+        store: Store,
+        reporter: Reporter | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        super().__init__(target, store, run_id)
+        self.config = config
+        self.reporter: Reporter = reporter or Silent()
+        self.memory = 0
+        self._view: sql.Composable | None = None
+        self._created_extension = False
+
+    def params(self) -> dict[str, Any]:
+        return self.config.params()
+
+    def validate(self) -> None:
+        check(self.config)
+        self.memory = self._memory()
+        with connect(self.target.dsn, read_only=False) as session:
+            self._view, self._created_extension = statements_view(session)
+        if self._view is None:
+            self.reporter.message(
+                "pg_stat_statements is not available: the UPDATE time is not measured"
+            )
+
+    def _memory(self) -> int:
+        """The shared_buffers the sizes are multiples of, in bytes."""
+        wanted = self.config.shared_buffers
+        if wanted is None:
+            with connect(self.target.dsn) as session:
+                return int(session.scalar(_MEMORY_NOW))
+        if self.target.sandbox is None:
+            raise VacuumlabError(
+                "shared_buffers needs a restart and vacuumlab restarts only its sandbox; "
+                "leave it unset to use the server's own"
+            )
+        self.target.check({"shared_buffers": wanted})
+        return memory_bytes(wanted)
+
+    def plan(self) -> list[Planned]:
+        """Repetitions outermost, so drift in the machine spreads over every combination; the
+        fillfactor order reverses every other repetition, so a drift within a repetition does
+        not always favour the same fillfactor."""
+        planned = []
+        for rep in range(self.config.repeat):
+            order = self.config.fillfactors[:: -1 if rep % 2 else 1]
+            for size in self.config.sizes:
+                scale = scale_for(size, self.memory)
+                planned += [Planned(point_params(size, ff, scale), rep) for ff in order]
+        return planned
+
+    def measure(self, todo: list[Planned]) -> None:
+        self._set_memory()
+        self.reporter.start(len(todo))
+        for planned in todo:
+            p = planned.params
+            label = (
+                f"{SIZE_LABELS[p['size']]} (scale {p['scale']}), fillfactor {p['fillfactor']}, "
+                f"repetition {planned.repetition + 1}/{self.config.repeat}"
+            )
+            self.reporter.point_started(label)
+            started = datetime.now(UTC)
+            metrics = measure_point(self.target, self.config, p, self._view, self.reporter)
+            self.store.record_point(
+                self.run_id or 0, p, planned.repetition, metrics,
+                started_at=started, ended_at=datetime.now(UTC),
+            )  # fmt: skip
+            self.reporter.point_finished(label, metrics)
+
+    def _set_memory(self) -> None:
+        """Restart the sandbox with the study's shared_buffers, unless it already has it."""
+        wanted = self.config.shared_buffers
+        if wanted is None:
+            return
+        with connect(self.target.dsn) as session:
+            current = int(session.scalar(_MEMORY_NOW))
+        if current != memory_bytes(wanted):
+            self.reporter.message(f"restarting the sandbox with shared_buffers = {wanted}")
+            self.target.apply({"shared_buffers": wanted})
+
+    def _clean_up(self) -> None:
+        """On a named server, also remove pg_stat_statements if the study installed it."""
+        if self.target.sandbox is None and self._created_extension:
+            with psycopg.connect(self.target.dsn, autocommit=True) as conn:
+                conn.execute("DROP EXTENSION IF EXISTS pg_stat_statements")
+        super()._clean_up()
+
+
+_MEMORY_NOW = queries.tag("SELECT pg_size_bytes(current_setting('shared_buffers'))", "memory")
+
+
+# -- one point -------------------------------------------------------------------------------
+
+
+def measure_point(
+    target: Target,
+    config: FillfactorConfig,
+    p: Mapping[str, Any],
+    view: sql.Composable | None,
+    reporter: Reporter,
+) -> dict[str, Any]:
+    """Load fresh tables for point ``p``, warm up, measure; return the metrics."""
+    reporter.message(f"loading scale {p['scale']} at fillfactor {p['fillfactor']}")
+    init_s = _load(target, int(p["scale"]), int(p["fillfactor"]))
+    with connect(target.dsn, read_only=False, timeouts=LONG) as s:
+        loaded = read_counters(s)
+        start = loaded
+        if config.warmup:
+            start = _pgbench_window(s, target, config, config.warmup, loaded)[0]
+        statements = read_statements(s, view) if view is not None else {}
+        end, output = _pgbench_window(s, target, config, config.seconds - config.warmup, start)
+        metrics = _summary(output, config) | counter_metrics(start, end)
+        if view is not None:
+            metrics |= _update_metrics(moments_delta(statements, read_statements(s, view)))
+        metrics |= size_metrics(loaded, end)
+        metrics |= {"shared_buffers_bytes": int(s.scalar(_MEMORY_NOW)), "init_s": init_s}
+    return metrics
+
+
+def _load(target: Target, scale: int, fillfactor: int) -> float:
+    """pgbench -i into schema vacuumlab, then a CHECKPOINT so every point starts alike."""
+    with connect(target.dsn, read_only=False) as s:
+        s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
+    clock = time.monotonic()
+    pgbench.run_subprocess(init_command(target.pgbench, target.dsn, scale, fillfactor))
+    elapsed = time.monotonic() - clock
+    # CHECKPOINT needs superuser or pg_checkpoint (15+); without it the run goes on.
+    with (
+        connect(target.dsn, read_only=False, timeouts=LONG) as s,
+        contextlib.suppress(psycopg.errors.InsufficientPrivilege),
+    ):
+        s.execute("CHECKPOINT")
+    return elapsed
+
+
+def _pgbench_window(
+    s: Session, target: Target, config: FillfactorConfig, seconds: int, before: Counters
+) -> tuple[Counters, str]:
+    """Run TPC-B for ``seconds``; the counters once its backends have reported, and its
+    output."""
+    args = load_command(target.pgbench, target.dsn, config.clients, config.jobs, seconds)
+    output = pgbench.run_subprocess(args)
+    return wait_for_counters(s, before, parse_transactions(output) or 0), output
+
+
+def _summary(output: str, config: FillfactorConfig) -> dict[str, Any]:
+    return {
+        "tps": pgbench.parse_tps(output),
+        "transactions": parse_transactions(output),
+        "latency_mean_ms": parse_latency(output),
+        "measured_s": config.seconds - config.warmup,
+        "warmup_s": config.warmup,
+    }
+
+
+def _update_metrics(moments: Moments) -> dict[str, Any]:
+    return {
+        "update_calls": moments.calls,
+        "update_mean_ms": moments.mean_ms,
+        "update_stddev_ms": moments.stddev_ms,
+    }
