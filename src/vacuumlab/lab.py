@@ -6,9 +6,9 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -134,6 +134,27 @@ def _brief(metrics: Mapping[str, Any]) -> str:
 
 
 # -- running a study ---------------------------------------------------------------------------
+
+
+C = TypeVar("C", bound="StoredConfig")
+
+
+class StoredConfig:
+    """A study's config, a frozen dataclass, as it round-trips through the run's parameters
+    (JSON, so tuples are stored as lists): ``--resume`` rebuilds it from the store."""
+
+    __slots__ = ()
+
+    def params(self) -> dict[str, Any]:
+        data = asdict(cast(Any, self))
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
+
+    @classmethod
+    def from_params(cls: type[C], params: Mapping[str, Any]) -> C:
+        """The config from stored parameters; keys it does not know are left out."""
+        names = {f.name for f in fields(cast(Any, cls))}
+        known = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in names}
+        return cls(**known)
 
 
 @dataclass(frozen=True, slots=True)

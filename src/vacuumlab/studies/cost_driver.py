@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, get_args
 
@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import SCHEMA, Planned, StudyRun
+from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
 from vacuumlab.model.cost import CostSettings, throttle_seconds, vacuum_cost
 from vacuumlab.pg.connect import Session, VersionTooOld, connect
 from vacuumlab.pg.target import Target
@@ -59,7 +59,7 @@ COST_SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class CostDriverConfig:
+class CostDriverConfig(StoredConfig):
     """Everything a run depends on; stored with the run so ``--resume`` can rebuild it."""
 
     preset: str = "quick"
@@ -70,19 +70,6 @@ class CostDriverConfig:
     repeat: int = 3
     manual: bool = False
     target: str = "sandbox"
-
-    def params(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> CostDriverConfig:
-        known: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in params.items()
-            if k in cls.__dataclass_fields__
-        }
-        return cls(**known)
 
 
 def make_config(preset: str = "quick", **overrides: Any) -> CostDriverConfig:

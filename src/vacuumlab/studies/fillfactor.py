@@ -22,7 +22,7 @@ import contextlib
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
@@ -32,7 +32,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import SCHEMA, Planned, StudyRun
+from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
 from vacuumlab.pg import pgbench, queries
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.settings import SettingSpec, to_base_unit
@@ -74,7 +74,7 @@ _SHARED_BUFFERS = SettingSpec(
 
 
 @dataclass(frozen=True, slots=True)
-class FillfactorConfig:
+class FillfactorConfig(StoredConfig):
     """Everything a run depends on; stored with the run so ``--resume`` can rebuild it.
 
     ``shared_buffers`` is None on a named server: the study then uses the server's own value.
@@ -90,19 +90,6 @@ class FillfactorConfig:
     jobs: int = 1
     shared_buffers: str | None = "128MB"
     target: str = "sandbox"
-
-    def params(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> FillfactorConfig:
-        known: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in params.items()
-            if k in cls.__dataclass_fields__
-        }
-        return cls(**known)
 
 
 def make_config(preset: str = "quick", **overrides: Any) -> FillfactorConfig:

@@ -51,7 +51,7 @@ import psycopg
 from psycopg import sql
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import SCHEMA, Planned, StudyRun
+from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.stats.vacuum_log import VacuumReport, parse_report
@@ -105,7 +105,7 @@ MIN_VERSION_NUM = 150000
 
 
 @dataclass(frozen=True, slots=True)
-class ToastConfig:
+class ToastConfig(StoredConfig):
     """Everything a run depends on; stored with the run so ``--resume`` can rebuild it."""
 
     preset: str = "quick"
@@ -116,19 +116,6 @@ class ToastConfig:
     repeat: int = 1
     parallel: bool = True
     target: str = "sandbox"
-
-    def params(self) -> dict[str, Any]:
-        data = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items()}
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ToastConfig:
-        known: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v
-            for k, v in params.items()
-            if k in cls.__dataclass_fields__
-        }
-        return cls(**known)
 
     def variants(self) -> list[tuple[Storage, int]]:
         """(storage, toast_tuple_target) of every table: the targets apply to extended, the
