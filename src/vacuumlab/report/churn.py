@@ -27,6 +27,7 @@ from vacuumlab.report.common import (
     environment,
     machine_rows,
     metric,
+    study_run,
     text,
     when,
     write_png,
@@ -341,21 +342,6 @@ def _comparison(points: Sequence[tuple[_Step, Point]], out_dir: Path) -> Markup:
     return svg
 
 
-def _churn_run(store: Store, run_id: int) -> tuple[Run, list[Point]]:
-    run = store.run(run_id)
-    if run.study != STUDY:
-        raise VacuumlabError(
-            f"run {run_id} is a {run.study!r} run, not a {STUDY!r} run; this report is for "
-            f"{STUDY} runs only"
-        )
-    points = store.points(run_id)
-    if not points:
-        raise VacuumlabError(
-            f"run {run_id} has no recorded steps yet (status {run.status}); nothing to report"
-        )
-    return run, points
-
-
 def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path) -> Report:
     """Draw the run's charts (writing their PNGs to `out_dir`) and return the view model the
     template renders."""
@@ -481,7 +467,7 @@ def render_churn_report(store: Store, run_id: int, out_dir: Path) -> Path:
     Reads only the store. Raises VacuumlabError if the run does not exist, is not a churn run,
     has no points, or the files cannot be written.
     """
-    run, points = _churn_run(store, run_id)
+    run, points = study_run(store, run_id, STUDY, unit="steps")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

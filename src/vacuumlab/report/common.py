@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.report import charts
-from vacuumlab.store import Metric
+from vacuumlab.store import Metric, Point, Run, Store
 
 #: What a table shows for a value that was not measured.
 DASH = "—"
@@ -92,3 +93,33 @@ def write_png(fig: Figure, path: Path) -> None:
         charts.save_png(fig, path)
     except OSError as exc:
         raise VacuumlabError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """A chart as a report shows it: inline SVG (ours, so marked safe) and its PNG beside it."""
+
+    key: str
+    chart_id: str
+    title: str
+    svg: Markup
+    png: str
+    caption: str
+
+
+def study_run(
+    store: Store, run_id: int, study: str, *, unit: str = "points"
+) -> tuple[Run, list[Point]]:
+    """The run and its points, or a one-line error when it is another study's or has none."""
+    run = store.run(run_id)
+    if run.study != study:
+        raise VacuumlabError(
+            f"run {run_id} is a {run.study!r} run, not a {study!r} run; this report is for "
+            f"{study} runs only"
+        )
+    points = store.points(run_id)
+    if not points:
+        raise VacuumlabError(
+            f"run {run_id} has no recorded {unit} yet (status {run.status}); nothing to report"
+        )
+    return run, points

@@ -31,10 +31,12 @@ from vacuumlab.report import cost_driver_charts as cdc
 from vacuumlab.report.common import (
     DASH,
     Cell,
+    Chart,
     duration,
     environment,
     machine_rows,
     metric,
+    study_run,
     text,
     when,
     write_png,
@@ -120,16 +122,6 @@ class TableRow:
     head: tuple[str, ...]
     cells: tuple[Cell, ...]
     published: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    key: str
-    chart_id: str
-    title: str
-    svg: Markup
-    png: str
-    caption: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,21 +220,6 @@ def _read(points: Sequence[Point]) -> _Data:
     auto = [o for o in found if o.mode == AUTOVACUUM]
     manual = [o for o in found if o.mode == MANUAL]
     return _Data(_group(auto), _group(manual), len(points) - len(auto) - len(manual))
-
-
-def _cost_driver_run(store: Store, run_id: int) -> tuple[Run, list[Point]]:
-    run = store.run(run_id)
-    if run.study != STUDY:
-        raise VacuumlabError(
-            f"run {run_id} is a {run.study!r} run, not a {STUDY!r} run; this report is for "
-            f"{STUDY} runs only"
-        )
-    points = store.points(run_id)
-    if not points:
-        raise VacuumlabError(
-            f"run {run_id} has no recorded points yet (status {run.status}); nothing to report"
-        )
-    return run, points
 
 
 # -- statistics ----------------------------------------------------------------------------
@@ -733,7 +710,7 @@ def render_cost_driver_report(store: Store, run_id: int, out_dir: Path) -> Path:
     Reads only the store. Raises VacuumlabError if the run does not exist, is not a
     cost-driver run, has no points, or the files cannot be written.
     """
-    run, points = _cost_driver_run(store, run_id)
+    run, points = study_run(store, run_id, STUDY)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -30,10 +30,12 @@ from vacuumlab.report import fillfactor_charts as ffc
 from vacuumlab.report.common import (
     DASH,
     Cell,
+    Chart,
     duration,
     environment,
     machine_rows,
     metric,
+    study_run,
     text,
     when,
     write_png,
@@ -138,16 +140,6 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
-class Chart:
-    key: str
-    chart_id: str
-    title: str
-    svg: Markup
-    png: str
-    caption: str
-
-
-@dataclass(frozen=True, slots=True)
 class Report:
     run_id: int
     status: str
@@ -215,21 +207,6 @@ def _read(points: Sequence[Point]) -> _Data:
     fillfactors = sorted({o.fillfactor for o in found}, reverse=True)
     ref = reference(fillfactors) if fillfactors else 100
     return _Data(groups, sizes, fillfactors, ref, len(points) - len(found))
-
-
-def _fillfactor_run(store: Store, run_id: int) -> tuple[Run, list[Point]]:
-    run = store.run(run_id)
-    if run.study != STUDY:
-        raise VacuumlabError(
-            f"run {run_id} is a {run.study!r} run, not a {STUDY!r} run; this report is for "
-            f"{STUDY} runs only"
-        )
-    points = store.points(run_id)
-    if not points:
-        raise VacuumlabError(
-            f"run {run_id} has no recorded points yet (status {run.status}); nothing to report"
-        )
-    return run, points
 
 
 # -- statistics ----------------------------------------------------------------------------
@@ -767,7 +744,7 @@ def render_fillfactor_report(store: Store, run_id: int, out_dir: Path) -> Path:
     Reads only the store. Raises VacuumlabError if the run does not exist, is not a
     fillfactor run, has no points, or the files cannot be written.
     """
-    run, points = _fillfactor_run(store, run_id)
+    run, points = study_run(store, run_id, STUDY)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -28,10 +28,12 @@ from vacuumlab.report import toast_charts as tc
 from vacuumlab.report.common import (
     DASH,
     Cell,
+    Chart,
     duration,
     environment,
     machine_rows,
     metric,
+    study_run,
     text,
     when,
     write_png,
@@ -110,16 +112,6 @@ class TableRow:
     head: tuple[str, ...]
     cells: tuple[Cell, ...]
     published: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    key: str
-    chart_id: str
-    title: str
-    svg: Markup
-    png: str
-    caption: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,21 +204,6 @@ def _read(points: Sequence[Point]) -> Data:
     ordered = {v: storage[v] for v in sorted(storage, key=_variant_key)}
     arms = {str(a): parallel[a] for a in ARMS if a in parallel}
     return Data(ordered, arms, skipped)
-
-
-def _toast_run(store: Store, run_id: int) -> tuple[Run, list[Point]]:
-    run = store.run(run_id)
-    if run.study != STUDY:
-        raise VacuumlabError(
-            f"run {run_id} is a {run.study!r} run, not a {STUDY!r} run; this report is for "
-            f"{STUDY} runs only"
-        )
-    points = store.points(run_id)
-    if not points:
-        raise VacuumlabError(
-            f"run {run_id} has no recorded points yet (status {run.status}); nothing to report"
-        )
-    return run, points
 
 
 # -- statistics and formatting ---------------------------------------------------------------
@@ -992,7 +969,7 @@ def render_toast_report(store: Store, run_id: int, out_dir: Path) -> Path:
     Reads only the store. Raises VacuumlabError if the run does not exist, is not a toast
     run, has no points, or the files cannot be written.
     """
-    run, points = _toast_run(store, run_id)
+    run, points = study_run(store, run_id, STUDY)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
