@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 import psycopg
 from psycopg import sql
@@ -139,6 +139,14 @@ def _brief(metrics: Mapping[str, Any]) -> str:
 C = TypeVar("C", bound="StoredConfig")
 
 
+class HasParams(Protocol):
+    def params(self) -> dict[str, Any]: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=HasParams)
+ReporterT = TypeVar("ReporterT")
+
+
 class StoredConfig:
     """A study's config, a frozen dataclass, as it round-trips through the run's parameters
     (JSON, so tuples are stored as lists): ``--resume`` rebuilds it from the store."""
@@ -165,7 +173,7 @@ class Planned:
     repetition: int
 
 
-class StudyRun(ABC):
+class StudyRun(ABC, Generic[ConfigT, ReporterT]):
     """What every study run shares: the run record, resume, the final status, restoring the
     target's settings and, on a named server, leaving nothing behind.
 
@@ -177,11 +185,23 @@ class StudyRun(ABC):
     #: Tables the study creates in schema ``vacuumlab``; dropped at the end on a named server.
     tables: tuple[str, ...] = ()
 
-    def __init__(self, target: Target, store: Store, run_id: int | None = None) -> None:
-        self.target, self.store, self.run_id = target, store, run_id
+    def __init__(
+        self,
+        config: ConfigT,
+        target: Target,
+        store: Store,
+        reporter: ReporterT | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        self.config, self.target, self.store, self.run_id = config, target, store, run_id
+        self.reporter: ReporterT = reporter if reporter is not None else self.silent()
 
     @abstractmethod
-    def params(self) -> dict[str, Any]: ...
+    def silent(self) -> ReporterT:
+        """The reporter to use when the caller gives none: one that says nothing."""
+
+    def params(self) -> dict[str, Any]:
+        return self.config.params()
 
     @abstractmethod
     def validate(self) -> None:

@@ -34,7 +34,6 @@ from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.stats import analysis
 from vacuumlab.stats.sampler import Sample, Sampler, autovacuum_runs
-from vacuumlab.store import Store
 from vacuumlab.studies.churn_spec import POST_STEPS, PRESETS, STUDY, Step
 
 TABLE = "bencher"
@@ -230,26 +229,14 @@ class Silent:
 # -- the run -----------------------------------------------------------------------------------
 
 
-class ChurnRun(StudyRun):
+class ChurnRun(StudyRun[ChurnConfig, Reporter]):
     """One run of the study on one target, recording into one store."""
 
     study = STUDY
     tables = (TABLE,)
 
-    def __init__(
-        self,
-        config: ChurnConfig,
-        target: Target,
-        store: Store,
-        reporter: Reporter | None = None,
-        run_id: int | None = None,
-    ) -> None:
-        super().__init__(target, store, run_id)
-        self.config = config
-        self.reporter: Reporter = reporter or Silent()
-
-    def params(self) -> dict[str, Any]:
-        return self.config.params()
+    def silent(self) -> Reporter:
+        return Silent()
 
     def plan(self) -> list[Planned]:
         return [

@@ -31,7 +31,6 @@ from vacuumlab.pg.target import Target
 from vacuumlab.stats.model import IoRow, Wal
 from vacuumlab.stats.sampler import Sample
 from vacuumlab.stats.vacuum_log import VacuumReport, parse_report, reports_in_log
-from vacuumlab.store import Store
 from vacuumlab.studies.cost_driver_spec import (
     PRESETS,
     STUDY,
@@ -135,26 +134,14 @@ class Silent:
         pass
 
 
-class CostDriverRun(StudyRun):
+class CostDriverRun(StudyRun[CostDriverConfig, Reporter]):
     """One run of the matrix on one target."""
 
     study = STUDY
     tables = (TABLE,)
 
-    def __init__(
-        self,
-        config: CostDriverConfig,
-        target: Target,
-        store: Store,
-        reporter: Reporter | None = None,
-        run_id: int | None = None,
-    ) -> None:
-        super().__init__(target, store, run_id)
-        self.config = config
-        self.reporter: Reporter = reporter or Silent()
-
-    def params(self) -> dict[str, Any]:
-        return self.config.params()
+    def silent(self) -> Reporter:
+        return Silent()
 
     def plan(self) -> list[Planned]:
         """Repetitions outermost, so drift in the machine spreads over every combination."""

@@ -400,7 +400,7 @@ def wait_for_counters(s: Session, before: Counters, transactions: int) -> Counte
 # -- the run ---------------------------------------------------------------------------------
 
 
-class FillfactorRun(StudyRun):
+class FillfactorRun(StudyRun[FillfactorConfig, Reporter]):
     """One run of the matrix on one target."""
 
     study = STUDY
@@ -414,15 +414,13 @@ class FillfactorRun(StudyRun):
         reporter: Reporter | None = None,
         run_id: int | None = None,
     ) -> None:
-        super().__init__(target, store, run_id)
-        self.config = config
-        self.reporter: Reporter = reporter or Silent()
+        super().__init__(config, target, store, reporter, run_id)
         self.memory = 0
         self._view: sql.Composable | None = None
         self._created_extension = False
 
-    def params(self) -> dict[str, Any]:
-        return self.config.params()
+    def silent(self) -> Reporter:
+        return Silent()
 
     def validate(self) -> None:
         check(self.config)

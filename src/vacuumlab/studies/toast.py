@@ -212,7 +212,7 @@ def table_name(storage: str, toast_tuple_target: int) -> str:
 # -- the run -----------------------------------------------------------------------------------
 
 
-class ToastRun(StudyRun):
+class ToastRun(StudyRun[ToastConfig, Reporter]):
     """One run of the matrix on one target."""
 
     study = STUDY
@@ -225,14 +225,12 @@ class ToastRun(StudyRun):
         reporter: Reporter | None = None,
         run_id: int | None = None,
     ) -> None:
-        super().__init__(target, store, run_id)
-        self.config = config
-        self.reporter: Reporter = reporter or Silent()
+        super().__init__(config, target, store, reporter, run_id)
         names = [table_name(s, t) for s, t in config.variants()]
         self.tables = (*names, PARALLEL_TABLE)
 
-    def params(self) -> dict[str, Any]:
-        return self.config.params()
+    def silent(self) -> Reporter:
+        return Silent()
 
     def plan(self) -> list[Planned]:
         """Repetitions outermost, so drift in the machine spreads over every table."""
