@@ -23,6 +23,7 @@ from vacuumlab.report import charts
 from vacuumlab.report.common import (
     DASH,
     Cell,
+    count,
     duration,
     environment,
     machine_rows,
@@ -182,10 +183,6 @@ def _tps(value: float | None) -> str:
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
-def _count(value: float | None) -> str:
-    return DASH if value is None else f"{value:,.0f}"
-
-
 def _ci(low: float | None, high: float | None, fmt: Any) -> str | None:
     if low is None or high is None:
         return None
@@ -234,8 +231,8 @@ def _cells(metrics: Mapping[str, Metric]) -> dict[str, Cell]:
             _ms(get("latency_p99_ms")),
             _ci(get("latency_p99_ci_low"), get("latency_p99_ci_high"), _ms),
         ),
-        "autovacuums": Cell(_count(get("autovacuum_count"))),
-        "dead_peak": Cell(_count(get("dead_tuples_peak"))),
+        "autovacuums": Cell(count(get("autovacuum_count"))),
+        "dead_peak": Cell(count(get("dead_tuples_peak"))),
         "heap_growth": _growth(get("heap_bytes_start"), get("heap_bytes_end")),
         "index_growth": _growth(get("index_bytes_start"), get("index_bytes_end")),
         "sawtooth": Cell(_ratio(get("sawtooth_amplitude"))),

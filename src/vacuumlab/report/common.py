@@ -123,3 +123,18 @@ def study_run(
             f"run {run_id} has no recorded {unit} yet (status {run.status}); nothing to report"
         )
     return run, points
+
+
+def count(value: float | None) -> str:
+    """A count with thousands separators, rounded."""
+    return DASH if value is None else f"{value:,.0f}"
+
+
+def percent(value: float | None) -> str:
+    """A value already in percent, rounded: ``42 %``."""
+    return DASH if value is None else f"{value:.0f} %"
+
+
+def times(value: float | None) -> str:
+    """A ratio: ``3.8×``."""
+    return DASH if value is None else f"{value:.1f}×"

@@ -32,12 +32,15 @@ from vacuumlab.report.common import (
     DASH,
     Cell,
     Chart,
+    count,
     duration,
     environment,
     machine_rows,
     metric,
+    percent,
     study_run,
     text,
+    times,
     when,
     write_png,
 )
@@ -276,18 +279,6 @@ def _median_cell(s: Spread | None) -> Cell:
     return Cell(_seconds(s.median), f"[{_seconds(s.q1)}, {_seconds(s.q3)}]")
 
 
-def _times(value: float | None) -> str:
-    return DASH if value is None else f"{value:.1f}×"
-
-
-def _percent(value: float | None) -> str:
-    return DASH if value is None else f"{value:.0f} %"
-
-
-def _count(value: float | None) -> str:
-    return DASH if value is None else f"{value:,.0f}"
-
-
 def _indexes_text(count: int) -> str:
     return "1 index" if count == 1 else f"{count} indexes"
 
@@ -414,7 +405,7 @@ def _published_seed(dead: int) -> tuple[str, ...]:
     if published is None:
         return NOT_PUBLISHED, NOT_PUBLISHED, NOT_PUBLISHED
     compact, spread_s = published
-    return f"{compact:.1f}", f"{spread_s:.1f}", _times(spread_s / compact)
+    return f"{compact:.1f}", f"{spread_s:.1f}", times(spread_s / compact)
 
 
 def _seed_rows(auto: Mapping[Combo, list[_Obs]]) -> list[TableRow]:
@@ -426,7 +417,7 @@ def _seed_rows(auto: Mapping[Combo, list[_Obs]]) -> list[TableRow]:
         cells = (
             _median_cell(compact),
             _median_cell(spread_s),
-            Cell(_times(ratio(spread_s, compact))),
+            Cell(times(ratio(spread_s, compact))),
         )
         rows.append(TableRow((f"{dead} %",), cells, _published_seed(dead)))
     return rows
@@ -443,7 +434,7 @@ def _fit_cells(fit: Fit | None) -> tuple[Cell, ...]:
     return (
         Cell(f"{fit.slope:.2f}"),
         Cell(_seconds(fit.intercept)),
-        Cell(_percent(relative)),
+        Cell(percent(relative)),
         Cell(r2),
         Cell(str(fit.n)),
     )
@@ -485,12 +476,12 @@ def _block_row(combo: Combo, observations: Sequence[_Obs]) -> TableRow:
     total = None if heap_m is None or index_m is None else heap_m + index_m
     share = None if total is None or total <= 0 or index_m is None else index_m / total * 100
     cells = (
-        Cell(_count(heap_m)),
-        Cell(_count(index_m)),
-        Cell(_percent(share)),
-        Cell(_count(_median(_stat(observations, "pages_scanned")))),
-        Cell(_count(_median(_stat(observations, "pages_removed")))),
-        Cell(_count(_median(_stat(observations, "index_pages_newly_deleted")))),
+        Cell(count(heap_m)),
+        Cell(count(index_m)),
+        Cell(percent(share)),
+        Cell(count(_median(_stat(observations, "pages_scanned")))),
+        Cell(count(_median(_stat(observations, "pages_removed")))),
+        Cell(count(_median(_stat(observations, "index_pages_newly_deleted")))),
     )
     return TableRow(_combo_head(combo), cells)
 
@@ -507,9 +498,9 @@ def _manual_row(combo: Combo, manual: Sequence[_Obs], auto: Sequence[_Obs]) -> T
     cells = (
         _median_cell(unthrottled),
         _median_cell(throttled),
-        Cell(_times(slowdown)),
-        Cell(_percent(None if asleep is None else asleep * 100)),
-        Cell(_percent(implied)),
+        Cell(times(slowdown)),
+        Cell(percent(None if asleep is None else asleep * 100)),
+        Cell(percent(implied)),
         Cell(f"{len(manual)} / {len(auto)}"),
     )
     return TableRow(_combo_head(combo), cells)

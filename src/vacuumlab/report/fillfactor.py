@@ -31,6 +31,7 @@ from vacuumlab.report.common import (
     DASH,
     Cell,
     Chart,
+    count,
     duration,
     environment,
     machine_rows,
@@ -116,10 +117,6 @@ def _points(value: float | None) -> str:
 
 def _mb(value: float | None) -> str:
     return DASH if value is None else f"{value / 2**20:,.1f} MB"
-
-
-def _count(value: float | None) -> str:
-    return DASH if value is None else f"{value:,.0f}"
 
 
 #: The metrics the significance table tests: (metric, label, how a mean is printed).
@@ -417,7 +414,7 @@ def _performance_row(key: Key, group: Sequence[_Obs]) -> Row:
         _ci_cell(group, "update_mean_ms", _ms),
         Cell(_ms(_median(group, "update_stddev_ms"))),
         Cell(_ms(_median(group, "latency_mean_ms"))),
-        Cell(_count(_median(group, "update_calls"))),
+        Cell(count(_median(group, "update_calls"))),
     )
     return Row(_head(key, group), cells)
 
@@ -430,7 +427,7 @@ def _table_row(key: Key, group: Sequence[_Obs]) -> Row:
         Cell(_mb(_median(group, "table_bytes_end"))),
         Cell(_signed_pct(_median(group, "table_growth"))),
         Cell(_signed_pct(_median(group, "index_growth"))),
-        Cell(_count(_median(group, "autovacuum_count"))),
+        Cell(count(_median(group, "autovacuum_count"))),
         Cell(_pct(_median(group, "hit_ratio"), 2)),
     )
     return Row(_head(key, group), cells)

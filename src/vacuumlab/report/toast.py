@@ -29,12 +29,15 @@ from vacuumlab.report.common import (
     DASH,
     Cell,
     Chart,
+    count,
     duration,
     environment,
     machine_rows,
     metric,
+    percent,
     study_run,
     text,
+    times,
     when,
     write_png,
 )
@@ -241,18 +244,6 @@ def size(value: float | None) -> str:
     if value < MB:
         return f"{value / 1024:,.0f} kB"
     return f"{value / MB:,.1f} MB" if value < 10 * MB else f"{value / MB:,.0f} MB"
-
-
-def count(value: float | None) -> str:
-    return DASH if value is None else f"{value:,.0f}"
-
-
-def percent(value: float | None) -> str:
-    return DASH if value is None else f"{value:.0f} %"
-
-
-def times(value: float | None) -> str:
-    return DASH if value is None else f"{value:.1f}×"
 
 
 def _cell(s: Spread | None, fmt: Callable[[float | None], str]) -> Cell:
