@@ -51,13 +51,17 @@ class Context:
 
     def earlier(self, relation: Relation) -> Relation | None:
         """The same relation in the first snapshot, for rates (None without --interval)."""
-        if self.later is None:
-            return None
-        for table in self.snapshot.tables:
-            for rel in (table.heap, table.toast):
-                if rel is not None and rel.oid == relation.oid:
-                    return rel
-        return None
+        return self._first_by_oid.get(relation.oid) if self.later is not None else None
+
+    @cached_property
+    def _first_by_oid(self) -> dict[int, Relation]:
+        # Built once: looking each relation up by scanning would be quadratic in tables.
+        return {
+            rel.oid: rel
+            for table in self.snapshot.tables
+            for rel in (table.heap, table.toast)
+            if rel is not None
+        }
 
     @property
     def seconds(self) -> float | None:
