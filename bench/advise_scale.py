@@ -25,8 +25,8 @@ from psycopg import sql
 
 from snapshot_scale import create_tables, tagged_calls
 from vacuumlab.advise import collect_advice
-from vacuumlab.advise.model import Advice
 from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.records.advice import Advice
 from vacuumlab.report.advice_html import render_html
 from vacuumlab.report.advice_md import render_markdown
 

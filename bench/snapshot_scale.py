@@ -20,9 +20,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
-from vacuumlab.stats.snapshot import collect
 
 REPEAT = 5
 

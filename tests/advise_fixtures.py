@@ -7,7 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vacuumlab.advise.context import Context
-from vacuumlab.stats.model import Relation, ServerInfo, Setting, Snapshot, Table, VacuumProgress
+from vacuumlab.records.snapshot import (
+    Relation,
+    ServerInfo,
+    Setting,
+    Snapshot,
+    Table,
+    VacuumProgress,
+)
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 BLOCK = 8192

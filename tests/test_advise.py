@@ -13,10 +13,10 @@ from psycopg.conninfo import make_conninfo
 
 from conftest import execute, run_cli, xmin_holder
 from vacuumlab.advise import advise, collect_advice
-from vacuumlab.advise.model import Advice, Finding
+from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
-from vacuumlab.stats.snapshot import PROBES, collect
+from vacuumlab.records.advice import Advice, Finding
 
 SCENARIO = (
     # A queue: 20,000 rows in, 19,000 out, analysed: far past a threshold of 50 + 0.2 × 1,000.

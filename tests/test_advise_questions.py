@@ -24,11 +24,11 @@ from advise_fixtures import (
 from conftest import execute
 from vacuumlab.advise import bloat, hot, timing, toast, workers
 from vacuumlab.advise.context import Context
-from vacuumlab.advise.model import Finding, Recommendation
+from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
-from vacuumlab.stats.model import Snapshot, Table
-from vacuumlab.stats.snapshot import collect
+from vacuumlab.records.advice import Finding, Recommendation
+from vacuumlab.records.snapshot import Snapshot, Table
 
 MODULES = (timing, workers, hot, toast, bloat)
 

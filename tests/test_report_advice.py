@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vacuumlab.advise.model import (
+from vacuumlab.records.advice import (
     QUESTIONS,
     Advice,
     Finding,
@@ -16,6 +16,7 @@ from vacuumlab.advise.model import (
     Recommendation,
     TableStatus,
 )
+from vacuumlab.records.snapshot import ProbeNote, ServerInfo
 from vacuumlab.report.advice_html import render_html
 from vacuumlab.report.advice_md import (
     NOTHING_TO_CHANGE,
@@ -28,7 +29,6 @@ from vacuumlab.report.advice_md import (
     render_markdown,
     seconds,
 )
-from vacuumlab.stats.model import ProbeNote, ServerInfo
 
 XSS = "<script>alert(1)</script>"
 QUOTES = '"quo|tes"'

@@ -12,11 +12,11 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conftest import execute, xmin_holder
+from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
-from vacuumlab.stats.model import Snapshot, Table, parse_snapshot
-from vacuumlab.stats.snapshot import PROBES, collect
+from vacuumlab.records.snapshot import Snapshot, Table, parse_snapshot
 
 SCENARIO = (
     # Dead tuples that stay: autovacuum is off for the table; ANALYZE counts them.

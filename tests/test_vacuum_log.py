@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from vacuumlab.collect.vacuum_log import IndexReport, VacuumReport, parse_report, reports_in_log
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.stats.vacuum_log import IndexReport, VacuumReport, parse_report, reports_in_log
 
 BENCH = "postgres.vacuumlab.bench_table"
 TWO_INDEXES = (

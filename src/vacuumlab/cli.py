@@ -217,10 +217,10 @@ def snapshot(
 
     Example: vacuumlab snapshot postgresql://postgres@localhost/app --format json -o snap.json
     """
+    from vacuumlab.collect.snapshot import collect
     from vacuumlab.pg.connect import connect
+    from vacuumlab.records.snapshot import load_snapshot
     from vacuumlab.report.snapshot_text import render
-    from vacuumlab.stats.model import load_snapshot
-    from vacuumlab.stats.snapshot import collect
 
     if input_ is not None:
         if dsn is not None:
@@ -324,8 +324,8 @@ def advise_command(
     Example: vacuumlab advise postgresql://me@db/app --interval 60s --format md -o advice.md
     """
     from vacuumlab.advise import advise, collect_advice
+    from vacuumlab.records.snapshot import load_snapshot
     from vacuumlab.report.advice_text import render
-    from vacuumlab.stats.model import load_snapshot
 
     seconds = _seconds(interval)
     if input_:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import psycopg
 
+from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
-from vacuumlab.stats.model import Snapshot
-from vacuumlab.stats.snapshot import collect
+from vacuumlab.records.snapshot import Snapshot
 
 SETUP = """
 DROP SCHEMA IF EXISTS vacuumlab_demo CASCADE;

@@ -18,11 +18,11 @@ from psycopg import sql
 
 from vacuumlab import __version__
 from vacuumlab.advise.context import Context, label
-from vacuumlab.advise.model import QUESTIONS, Advice, Finding, TableStatus
+from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, Timeouts, connect
-from vacuumlab.stats.model import ProbeNote, Snapshot
-from vacuumlab.stats.snapshot import collect
+from vacuumlab.records.advice import QUESTIONS, Advice, Finding, TableStatus
+from vacuumlab.records.snapshot import ProbeNote, Snapshot
 
 #: ``--exact`` reads at most this many tables, the largest dead shares first, each at most
 #: ``EXACT_MAX_BYTES``: pgstattuple_approx reads the pages that are not all-visible.

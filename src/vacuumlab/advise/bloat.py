@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_table, label
-from vacuumlab.advise.model import Finding, Recommendation, Severity, Value
 from vacuumlab.model.thresholds import Thresholds
-from vacuumlab.stats.model import Relation, Table
+from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
+from vacuumlab.records.snapshot import Relation, Table
 
 #: Bloat worth acting on: above this share of the relation...
 LARGE_SHARE = 0.30

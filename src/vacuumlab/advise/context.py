@@ -9,10 +9,10 @@ from functools import cached_property
 
 from psycopg import sql
 
-from vacuumlab.advise.model import Recommendation, Scope
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
-from vacuumlab.stats.model import Relation, Snapshot, Table
+from vacuumlab.records.advice import Recommendation, Scope
+from vacuumlab.records.snapshot import Relation, Snapshot, Table
 
 
 @dataclass

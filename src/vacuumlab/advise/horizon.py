@@ -14,8 +14,8 @@ from datetime import datetime
 from psycopg import sql
 
 from vacuumlab.advise.context import Context, alter_system
-from vacuumlab.advise.model import Finding, Recommendation, Severity
-from vacuumlab.stats.model import Backend, PreparedXact, ReplicationSlot
+from vacuumlab.records.advice import Finding, Recommendation, Severity
+from vacuumlab.records.snapshot import Backend, PreparedXact, ReplicationSlot
 
 
 def findings(

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from vacuumlab.advise.context import Context, alter_table, label
-from vacuumlab.advise.model import Finding, Recommendation, Severity, Value
-from vacuumlab.stats.model import Relation
+from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
+from vacuumlab.records.snapshot import Relation
 
 #: Fewer updates than this say little about a table's HOT share.
 MIN_UPDATES = 1000

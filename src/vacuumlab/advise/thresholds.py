@@ -8,9 +8,9 @@ the churn study supports, with its measurement.
 from __future__ import annotations
 
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
-from vacuumlab.advise.model import Finding, Recommendation
 from vacuumlab.model.thresholds import Thresholds
-from vacuumlab.stats.model import Relation
+from vacuumlab.records.advice import Finding, Recommendation
+from vacuumlab.records.snapshot import Relation
 
 #: A table is queue-like when its rows turned over at least this many times (inserts plus
 #: deletes over live rows): the shape the churn study measures.

@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
-from vacuumlab.advise.model import Finding, Recommendation, Severity, Value
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import cost as cm
 from vacuumlab.model.thresholds import Thresholds
-from vacuumlab.stats.model import Relation, Table
+from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
+from vacuumlab.records.snapshot import Relation, Table
 
 #: lazy_vacuum() in vacuumlazy.c (14+) skips index vacuuming when fewer than this share of
 #: the heap's pages hold dead items (and those take under 32 MB).

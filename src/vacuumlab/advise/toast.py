@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vacuumlab.advise.context import Context, alter_table, label
-from vacuumlab.advise.model import Finding, Recommendation, Severity, Value
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.pg.knobs import KNOBS
-from vacuumlab.stats.model import Relation, Table
+from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
+from vacuumlab.records.snapshot import Relation, Table
 
 #: Tables with less TOAST than this are left out: an empty TOAST relation still has an index.
 MIN_TOAST_BYTES = 1 << 20

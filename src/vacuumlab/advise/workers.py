@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from vacuumlab.advise import timing
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
-from vacuumlab.advise.model import Finding, Recommendation, Severity, Value
 from vacuumlab.model import cost as cm
+from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 
 #: Recommend a budget this many times the pages per second needed.
 HEADROOM = 2.0

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from vacuumlab.advise.context import Context, label
-from vacuumlab.advise.model import Finding, Severity
+from vacuumlab.records.advice import Finding, Severity
 
 #: Ages a server cannot pass: 2^31 ids, less the 3 million the server keeps in reserve (PG14+
 #: xidStopLimit; GetNewTransactionId in varsup.c).

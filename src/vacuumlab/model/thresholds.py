@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vacuumlab.stats.model import Relation, Snapshot, Table
+from vacuumlab.records.snapshot import Relation, Snapshot, Table
 
 _NAMES = {
     "enabled": ("autovacuum_enabled", "autovacuum"),

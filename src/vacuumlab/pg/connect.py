@@ -19,7 +19,7 @@ from psycopg.rows import class_row
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import queries
-from vacuumlab.stats.model import ServerInfo
+from vacuumlab.records.snapshot import ServerInfo
 
 APPLICATION_NAME = "vacuumlab"
 MIN_VERSION_NUM = 130000

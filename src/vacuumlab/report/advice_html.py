@@ -9,7 +9,7 @@ gives the same page.
 
 from __future__ import annotations
 
-from vacuumlab.advise.model import Advice
+from vacuumlab.records.advice import Advice
 from vacuumlab.report.advice_md import (
     NOTE_COLUMNS,
     NOTHING_TO_CHANGE,

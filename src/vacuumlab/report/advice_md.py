@@ -1,6 +1,6 @@
 """The advice report in Markdown, and the view model the HTML report shares with it.
 
-`build_view` turns an :class:`~vacuumlab.advise.model.Advice` into plain, formatted strings in
+`build_view` turns an :class:`~vacuumlab.records.advice.Advice` into plain, formatted strings in
 display order: recommendations ranked by impact, one section per question (in ``QUESTIONS``
 order, only those with findings), where each table stands, and what was not collected.
 `render_markdown` writes that view out. Pure: the same advice always gives the same text.
@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from vacuumlab.advise.model import QUESTIONS, Advice, Finding, Recommendation, TableStatus, Value
+from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus, Value
 from vacuumlab.report.common import DASH, when
 
 NOTHING_TO_CHANGE = "Nothing to change: no finding calls for a change."

@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vacuumlab.advise.model import QUESTIONS, Advice, Finding
+from vacuumlab.records.advice import QUESTIONS, Advice, Finding
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 

@@ -14,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from vacuumlab.stats.model import Relation, Snapshot, Table
+from vacuumlab.records.snapshot import Relation, Snapshot, Table
 
 #: Settings shown in the summary, in reading order: when, how much, how fast, freezing.
 KEY_SETTINGS = (

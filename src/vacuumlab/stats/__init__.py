@@ -1,1 +1,2 @@
-"""Typed, frozen records built from server rows, and the snapshot that collects them."""
+"""Numerical statistics only: aggregates, confidence intervals, tests of difference, verdicts.
+Pure numpy and scipy; nothing here talks to a server."""

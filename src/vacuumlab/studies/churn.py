@@ -26,6 +26,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect.sampler import Sample, Sampler, autovacuum_runs
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab import SCHEMA, Planned, StudyRun
 from vacuumlab.pg import pgbench
@@ -33,7 +34,6 @@ from vacuumlab.pg.connect import connect
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.stats import analysis
-from vacuumlab.stats.sampler import Sample, Sampler, autovacuum_runs
 from vacuumlab.studies.churn_spec import POST_STEPS, PRESETS, STUDY, Step
 
 TABLE = "bencher"

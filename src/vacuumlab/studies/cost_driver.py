@@ -23,14 +23,14 @@ from typing import Any, Protocol, get_args
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect.sampler import Sample
+from vacuumlab.collect.vacuum_log import VacuumReport, parse_report, reports_in_log
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
 from vacuumlab.model.cost import CostSettings, throttle_seconds, vacuum_cost
 from vacuumlab.pg.connect import Session, VersionTooOld, connect
 from vacuumlab.pg.target import Target
-from vacuumlab.stats.model import IoRow, Wal
-from vacuumlab.stats.sampler import Sample
-from vacuumlab.stats.vacuum_log import VacuumReport, parse_report, reports_in_log
+from vacuumlab.records.snapshot import IoRow, Wal
 from vacuumlab.studies.cost_driver_spec import (
     PRESETS,
     STUDY,

@@ -50,11 +50,11 @@ from typing import Any, get_args
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect.vacuum_log import VacuumReport, parse_report
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
-from vacuumlab.stats.vacuum_log import VacuumReport, parse_report
 from vacuumlab.store import Metric, Store
 from vacuumlab.studies.cost_driver import Reporter, Silent, checkpoint
 from vacuumlab.studies.toast_spec import (

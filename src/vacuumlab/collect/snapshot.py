@@ -1,4 +1,4 @@
-"""Collect a :class:`~vacuumlab.stats.model.Snapshot` in a fixed number of queries.
+"""Collect a :class:`~vacuumlab.records.snapshot.Snapshot` in a fixed number of queries.
 
 Each probe is one query whatever the number of tables. A probe that fails for a reason the
 user can fix (a missing privilege, a timeout, a lock) or that the server is too old for is
@@ -18,7 +18,7 @@ from psycopg import errors
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.connect import Session, VersionTooOld, first_line
-from vacuumlab.stats import model as m
+from vacuumlab.records import snapshot as m
 
 
 @dataclass(frozen=True, slots=True)

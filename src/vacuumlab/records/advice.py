@@ -11,7 +11,7 @@ from typing import Final, Literal
 from pydantic import Field, ValidationError
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.stats.model import ProbeNote, Record, ServerInfo
+from vacuumlab.records.snapshot import ProbeNote, Record, ServerInfo
 
 SCHEMA_VERSION = 1
 KIND: Final = "vacuumlab.advice"

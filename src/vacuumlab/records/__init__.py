@@ -1,0 +1,3 @@
+"""Every typed, frozen record that crosses a boundary: the snapshot, the advice, each study's
+parameters and the timelines a study writes for its report. Records import nothing of
+vacuumlab but :mod:`vacuumlab.errors`, so any layer may use them."""
