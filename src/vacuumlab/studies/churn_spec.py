@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vacuumlab.records.publication import Publication
+
 STUDY = "churn"
+#: The published work this study reproduces.
+PUBLICATION = Publication(
+    title="Optimizing Postgres's Auto-Vacuum for Blazingly-High-Churn Tables",
+    site="Tembo blog",
+    year=2023,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vacuumlab.records.publication import Publication
+
 STUDY = "cost-driver"
+#: The published work this study reproduces.
+PUBLICATION = Publication(
+    title="PostgreSQL autovacuum internals, with a benchmark of dead tuples against dirty pages",
+    site="Percona Community blog",
+    year=2026,
+)
 
 Distribution = Literal["compact", "spread"]
 Mode = Literal["autovacuum", "manual"]

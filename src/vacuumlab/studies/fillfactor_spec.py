@@ -14,7 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vacuumlab.records.publication import Publication
+
 STUDY = "fillfactor"
+#: The published work this study reproduces.
+PUBLICATION = Publication(
+    title="What is fillfactor and how does it affect PostgreSQL performance?",
+    site="CYBERTEC blog",
+    year=2020,
+)
 
 Size = Literal["fits", "2x", "10x"]
 SIZES: tuple[Size, ...] = ("fits", "2x", "10x")

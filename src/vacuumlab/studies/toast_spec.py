@@ -14,7 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from vacuumlab.records.publication import Publication
+
 STUDY = "toast"
+#: The published work this study reproduces.
+PUBLICATION = Publication(
+    title="Postgres Faster Vacuum-2 (TOAST impact on VACUUM)",
+    site="Medium",
+    year=2021,
+)
 
 Storage = Literal["extended", "main", "external", "plain"]
 STORAGES: tuple[Storage, ...] = ("extended", "main", "external", "plain")
