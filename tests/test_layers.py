@@ -1,0 +1,40 @@
+"""The layers hold at run time too: importing a renderer or a record never loads the driver.
+
+import-linter (``make lint``) checks the import graph; this checks what Python really loads,
+package ``__init__`` modules included, in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import importlib, json, pkgutil, sys
+
+def forbidden():
+    return {m for m in sys.modules if m.split(".")[0] in {"psycopg", "psycopg_binary"}
+            or m.startswith(("vacuumlab.pg", "vacuumlab.collect", "vacuumlab.lab"))}
+
+found, checked = {}, []
+for root in ("vacuumlab.records", "vacuumlab.report"):
+    package = importlib.import_module(root)
+    for info in pkgutil.walk_packages(package.__path__, root + "."):
+        before = forbidden()
+        importlib.import_module(info.name)
+        checked.append(info.name)
+        if forbidden() - before:
+            found[info.name] = sorted(forbidden() - before)
+print(json.dumps({"checked": checked, "found": found}))
+"""
+
+
+def test_records_and_reports_load_no_driver():
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
+    )
+    result = json.loads(out.stdout)
+    assert "vacuumlab.report.advice_md" in result["checked"]
+    assert "vacuumlab.records.snapshot" in result["checked"]
+    assert result["found"] == {}
