@@ -18,14 +18,19 @@ def forbidden():
             or m.startswith(("vacuumlab.pg", "vacuumlab.collect", "vacuumlab.lab"))}
 
 found, checked = {}, []
+
+def check(name):
+    before = forbidden()
+    module = importlib.import_module(name)
+    checked.append(name)
+    if forbidden() - before:
+        found[name] = sorted(forbidden() - before)
+    return module
+
 for root in ("vacuumlab.records", "vacuumlab.report"):
-    package = importlib.import_module(root)
+    package = check(root)
     for info in pkgutil.walk_packages(package.__path__, root + "."):
-        before = forbidden()
-        importlib.import_module(info.name)
-        checked.append(info.name)
-        if forbidden() - before:
-            found[info.name] = sorted(forbidden() - before)
+        check(info.name)
 print(json.dumps({"checked": checked, "found": found}))
 """
 
