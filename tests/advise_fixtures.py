@@ -8,6 +8,7 @@ from typing import Any
 
 from vacuumlab.advise.context import Context
 from vacuumlab.records.snapshot import (
+    ExactBloat,
     Relation,
     ServerInfo,
     Setting,
@@ -165,6 +166,7 @@ def snapshot(
     version: int = 180001,
     values: dict[str, str] | None = None,
     vacuums: tuple[VacuumProgress, ...] = (),
+    exact: tuple[ExactBloat, ...] = (),
 ) -> Snapshot:
     base = PG18 if version >= 180000 else PG17
     return Snapshot(
@@ -174,8 +176,9 @@ def snapshot(
         settings=settings(base | (values or {})),
         tables=list(tables),
         vacuums=list(vacuums),
+        exact=list(exact),
     )
 
 
-def context(first: Snapshot, later: Snapshot | None = None, exact: Any = None) -> Context:
-    return Context(first, later, exact or {})
+def context(first: Snapshot, later: Snapshot | None = None) -> Context:
+    return Context(first, later)

@@ -12,7 +12,9 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from conftest import execute, run_cli, xmin_holder
-from vacuumlab.advise import advise, collect_advice
+from vacuumlab.advise import advise
+from vacuumlab.collect.advice import collect_advice
+from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
@@ -178,6 +180,40 @@ def test_advice_from_saved_snapshots_needs_no_server(scenario: str, tmp_path: Pa
     advice = Advice.model_validate_json(out.stdout)
     assert advice.interval_s is not None
     assert any(f.relation == "public.forgotten" for f in advice.findings)
+
+
+def test_exact_figures_survive_a_saved_snapshot(embedded_database: str, tmp_path: Path) -> None:
+    """--exact measures into the snapshot, so advise --input on the saved JSON keeps it."""
+    execute(
+        embedded_database,
+        "CREATE EXTENSION pgstattuple",
+        "CREATE TABLE churned (id int PRIMARY KEY, pad text)",
+        "INSERT INTO churned SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
+        "DELETE FROM churned WHERE id % 4 <> 0",
+    )
+    with connect(embedded_database) as session:
+        snap = with_exact(session, collect(session))
+    [row] = [r for r in snap.exact if r.oid == snap.tables[0].heap.oid]
+    assert row.dead_tuple_count == 15000  # pgstattuple reads the pages: no stats lag
+    path = tmp_path / "exact.json"
+    path.write_text(snap.dump_json())
+    out = run_cli("advise", "--input", str(path), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    saved = Advice.model_validate_json(out.stdout)
+    live = advise(snap)
+    assert saved.exact
+    assert live.exact
+    measured = finding(saved, "bloat", "public.churned", "bloat measured")
+    assert measured == finding(live, "bloat", "public.churned", "bloat measured")
+    assert measured.evidence["measured_dead_tuple_percent"] == row.dead_tuple_percent
+
+
+def test_exact_without_pgstattuple_says_how_to_install_it(embedded_database: str) -> None:
+    execute(embedded_database, "CREATE TABLE t (id int)")
+    advice, _ = collect_advice(embedded_database, exact=True)
+    assert advice.exact
+    [note] = [n for n in advice.notes if n.probe == "exact"]
+    assert note.fix == "CREATE EXTENSION pgstattuple;"
 
 
 def test_cli_formats(scenario: str, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import Snapshot, Table
+from vacuumlab.records.snapshot import ExactBloat, Snapshot, Table
 
 MODULES = (timing, workers, hot, toast, bloat)
 
@@ -442,22 +442,27 @@ def bloat_context() -> Context:
     )
     blob = relation(630, "blob", reloptions={"autovacuum_vacuum_cost_limit": "1000"})
     blob_toast = toast_of(blob, 631, relpages=8_192, n_live_tup=1000, n_dead_tup=1000)
-    exact = {
-        620: {
-            "table_len": 50.0 * MB,
-            "dead_tuple_percent": 5.0,
-            "approx_free_percent": 45.0,
-            "approx_tuple_percent": 50.0,
-        }
-    }
+    exact = ExactBloat(
+        oid=620,
+        table_len=50 * MB,
+        scanned_percent=10.0,
+        approx_tuple_count=9_500,
+        approx_tuple_len=25 * MB,
+        approx_tuple_percent=50.0,
+        dead_tuple_count=500,
+        dead_tuple_len=int(2.5 * MB),
+        dead_tuple_percent=5.0,
+        approx_free_space=int(22.5 * MB),
+        approx_free_percent=45.0,
+    )
     return context(
         snapshot(
             Table(heap=big, toast=None),
             Table(heap=small, toast=None),
             Table(heap=measured, toast=None),
             Table(heap=blob, toast=blob_toast),
+            exact=(exact,),
         ),
-        exact=exact,
     )
 
 

@@ -4,7 +4,7 @@ settings, each relation's thresholds, and one way to write a recommendation."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from psycopg import sql
@@ -12,19 +12,28 @@ from psycopg import sql
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
-from vacuumlab.records.snapshot import Relation, Snapshot, Table
+from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
 
 
 @dataclass
 class Context:
     snapshot: Snapshot
     later: Snapshot | None = None
-    exact: dict[int, dict[str, float]] = field(default_factory=dict)  # oid -> pgstattuple_approx
 
     @property
     def now(self) -> Snapshot:
         """The most recent snapshot: what the findings describe."""
         return self.later or self.snapshot
+
+    @cached_property
+    def exact(self) -> dict[int, ExactBloat]:
+        """What ``--exact`` measured (pgstattuple_approx), by relation oid."""
+        return {row.oid: row for row in self.now.exact}
+
+    @property
+    def exact_probed(self) -> bool:
+        """Whether ``--exact`` ran: it measured a table or said why it could not."""
+        return bool(self.now.exact) or any(n.probe == "exact" for n in self.now.notes)
 
     @property
     def version(self) -> int:
