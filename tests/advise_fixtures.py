@@ -6,7 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from psycopg import sql
+
+from conftest import execute
 from vacuumlab.advise.context import Context
+from vacuumlab.records.advice import Recommendation
 from vacuumlab.records.snapshot import (
     ExactBloat,
     Relation,
@@ -182,3 +186,18 @@ def snapshot(
 
 def context(first: Snapshot, later: Snapshot | None = None) -> Context:
     return Context(first, later)
+
+
+def run_recommendations(recs: list[Recommendation], database: str, admin: str) -> None:
+    """Each statement as psql would send it: ALTER SYSTEM on the server (reset afterwards),
+    ALTER TABLE in the test's own database."""
+    for rec in recs:
+        statement = rec.sql.split(" -- ")[0]
+        target = admin if rec.scope == "server" else database
+        execute(target, *[part + ";" for part in statement.split(";") if part.strip()])
+        if rec.scope == "server":
+            execute(
+                admin,
+                sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(rec.setting)),
+                "SELECT pg_reload_conf()",
+            )

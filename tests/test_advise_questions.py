@@ -18,6 +18,7 @@ from advise_fixtures import (
     changed,
     context,
     relation,
+    run_recommendations,
     snapshot,
     toast_of,
 )
@@ -145,7 +146,7 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
     # 1,050,000 × 0.002 / 1.25 = 1,680 -> 1,700. And the 2.5 s cycle beats naptime 60 s.
     assert sqls(f) == [
         'ALTER TABLE "public"."jobs" SET ("autovacuum_vacuum_cost_limit" = \'1700\');',
-        "ALTER SYSTEM SET \"autovacuum_naptime\" = '10'; SELECT pg_reload_conf();",
+        "ALTER SYSTEM SET \"autovacuum_naptime\" = '10s'; SELECT pg_reload_conf();",
     ]
     assert "6,000 more dead tuples" in f.recommendations[1].reason  # 100/s × 60 s
     assert "1.71 ms" in (f.recommendations[1].evidence or "")
@@ -255,7 +256,7 @@ def test_workers_beyond_the_highest_cost_limit_and_without_slots() -> None:
     )
     assert sqls(budget) == [
         "ALTER SYSTEM SET \"autovacuum_vacuum_cost_limit\" = '10000'; SELECT pg_reload_conf();",
-        "ALTER SYSTEM SET \"autovacuum_vacuum_cost_delay\" = '3.9'; SELECT pg_reload_conf();",
+        "ALTER SYSTEM SET \"autovacuum_vacuum_cost_delay\" = '3.9ms'; SELECT pg_reload_conf();",
     ]
     # Every worker slot is in use: nothing to raise without a restart.
     assert found.recommendations == []
@@ -558,21 +559,6 @@ SCENARIOS: tuple[Callable[[], Context], ...] = (
 
 def recommendations(ctx: Context) -> list[Recommendation]:
     return [r for m in MODULES for f in m.findings(ctx) for r in f.recommendations]
-
-
-def run_recommendations(recs: list[Recommendation], database: str, admin: str) -> None:
-    """Each statement as psql would send it: ALTER SYSTEM on the server (reset afterwards),
-    ALTER TABLE in the test's own database."""
-    for rec in recs:
-        statement = rec.sql.split(" -- ")[0]
-        target = admin if rec.scope == "server" else database
-        execute(target, *[part + ";" for part in statement.split(";") if part.strip()])
-        if rec.scope == "server":
-            execute(
-                admin,
-                sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(rec.setting)),
-                "SELECT pg_reload_conf()",
-            )
 
 
 def test_every_synthetic_recommendation_runs(embedded_database: str, sandbox: Sandbox) -> None:

@@ -79,6 +79,18 @@ class Context:
         return (self.later.taken_at - self.snapshot.taken_at).total_seconds()
 
 
+#: Up to this ratio a share reads as a percentage ("900%"), beyond it as a multiple ("76×").
+PERCENT_UP_TO = 10.0
+
+
+def share_of(ratio: float, what: str) -> str:
+    """``ratio`` of ``what`` as a reader takes it in: ``"90% of its threshold"`` or, once the
+    percentage runs into the thousands, ``"1,000× its threshold"``."""
+    if ratio <= PERCENT_UP_TO:
+        return f"{ratio:,.0%} of {what}"
+    return f"{ratio:,.0f}× {what}"
+
+
 def label(relation: Relation, owner: Relation | None = None) -> str:
     """``schema.table`` for a heap, ``schema.table (TOAST)`` for its TOAST relation."""
     if relation.kind == "t" and owner is not None:
@@ -124,9 +136,11 @@ def alter_system(
     version: int,
     evidence: str | None = None,
 ) -> Recommendation:
-    """``ALTER SYSTEM SET …`` and the reload (or a note that it needs a restart)."""
+    """``ALTER SYSTEM SET …`` and the reload (or a note that it needs a restart). A duration
+    is checked as a number in its base unit, then written with a unit (``'10min'``)."""
     k = knob(setting)
     k.check(value, "server", version)
+    value = k.with_unit(value)
     statement = (
         sql.SQL("ALTER SYSTEM SET {} = {};")
         .format(sql.Identifier(setting), sql.Literal(value))

@@ -17,6 +17,9 @@ from vacuumlab.advise.context import Context, alter_system
 from vacuumlab.records.advice import Finding, Recommendation, Severity
 from vacuumlab.records.snapshot import Backend, PreparedXact, ReplicationSlot
 
+#: The idle_in_transaction_session_timeout recommended where there is none: 10 minutes.
+IDLE_TIMEOUT_MS = 600_000
+
 
 def findings(
     ctx: Context,
@@ -70,7 +73,7 @@ def _backend(
         recommendations.append(
             alter_system(
                 "idle_in_transaction_session_timeout",
-                "600000",
+                str(IDLE_TIMEOUT_MS),
                 version=ctx.version,
                 impact=0.7,
                 reason="sessions left idle in a transaction hold the horizon for as long as they "

@@ -7,7 +7,7 @@ the churn study supports, with its measurement.
 
 from __future__ import annotations
 
-from vacuumlab.advise.context import Context, alter_system, alter_table, label
+from vacuumlab.advise.context import Context, alter_system, alter_table, label, share_of
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Relation
@@ -51,7 +51,7 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
             question="thresholds",
             severity=severity,
             relation=name,
-            title=f"{t.vacuum_progress:.0%} of its vacuum threshold: {reason}",
+            title=f"{share_of(t.vacuum_progress, 'its vacuum threshold')}: {reason}",
             detail=(
                 f"{t.dead:,} dead tuples against a threshold of {t.vacuum:,.0f} "
                 f"({_formula(t)}); {t.inserted:,} inserted since the last vacuum"

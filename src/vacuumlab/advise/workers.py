@@ -17,6 +17,7 @@ from vacuumlab.advise import timing
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
 from vacuumlab.model import cost as cm
+from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 
 #: Recommend a budget this many times the pages per second needed.
@@ -232,7 +233,7 @@ def _system(ctx: Context, setting: str, value: str, why: str, impact: float) -> 
         version=ctx.version,
         impact=impact,
         evidence=timing.CHURN_MEASUREMENT,
-        reason=f"{why}: {setting} = {value} gives {HEADROOM:g} × the need",
+        reason=f"{why}: {setting} = {knob(setting).with_unit(value)} gives {HEADROOM:g} × the need",
     )
 
 
