@@ -23,7 +23,7 @@ from advise_fixtures import (
     toast_of,
 )
 from conftest import execute
-from vacuumlab.advise import bloat, hot, timing, toast, workers
+from vacuumlab.advise import bloat, estimate, hot, timing, toast, workers
 from vacuumlab.advise.context import Context
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
@@ -94,7 +94,7 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     assert e["estimated_vacuum_seconds_clean"] == 0.008
     assert "shared buffers" in str(e["assumptions"])
     assert f.recommendations == []
-    assert timing.table_rates(timing_steady()) == {100: (10.0, 140.0, 0.168)}
+    assert estimate.table_rates(timing_steady()) == {100: (10.0, 140.0, 0.168)}
 
 
 def timing_queue(**options: str) -> Context:
@@ -154,14 +154,14 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
 
 def test_timing_honours_index_cleanup_and_own_cost_settings() -> None:
     # vacuum_index_cleanup = on: no bypass, so 60,000 pages × 21 / 100 × 2 ms = 25.2 s.
-    rates = timing.table_rates(timing_queue(vacuum_index_cleanup="on"))
+    rates = estimate.table_rates(timing_queue(vacuum_index_cleanup="on"))
     assert rates[200] == (100.0, 1.4, 25.2)
     # Its own cost limit of 1,000: unbalanced, 1,050,000 / 1,000 × 2 ms = 2.1 s.
-    assert timing.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))[200][2] == 2.1
+    assert estimate.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))[200][2] == 2.1
     # Its own delay of 0: unthrottled, no estimate.
     [f] = timing.findings(timing_queue(autovacuum_vacuum_cost_delay="0"))
     assert f.title.endswith("; it runs unthrottled")
-    assert timing.table_rates(timing_queue(autovacuum_vacuum_cost_delay="0"))[200][2] is None
+    assert estimate.table_rates(timing_queue(autovacuum_vacuum_cost_delay="0"))[200][2] is None
 
 
 def test_timing_needs_two_snapshots() -> None:
@@ -171,7 +171,7 @@ def test_timing_needs_two_snapshots() -> None:
     assert (f.severity, f.relation, f.title) == ("info", None, "run with --interval 60s for rates")
     # No rates, but the duration of a vacuum at the threshold: 50 dead < 2 % of 1,000 pages is
     # not true for the 2,050 of the threshold, so 800 pages: 0.168 s.
-    assert timing.table_rates(single) == {100: (None, None, 0.168)}
+    assert estimate.table_rates(single) == {100: (None, None, 0.168)}
 
 
 # -- workers --------------------------------------------------------------------------------------
@@ -537,7 +537,7 @@ def test_no_module_raises_on_missing_data() -> None:
     for ctx in contexts:
         for module in MODULES:
             module.findings(ctx)
-        timing.table_rates(ctx)
+        estimate.table_rates(ctx)
 
 
 # -- every recommendation is valid SQL ---------------------------------------------------------

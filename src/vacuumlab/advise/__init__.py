@@ -51,7 +51,7 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None) -> Advice:
 
 
 def _statuses(ctx: Context) -> list[TableStatus]:
-    from vacuumlab.advise.timing import table_rates
+    from vacuumlab.advise.estimate import table_rates
 
     rates = table_rates(ctx)
     owners = {t.toast.oid: t.heap for t in ctx.now.tables if t.toast is not None}
