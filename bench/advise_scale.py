@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 
 from snapshot_scale import create_tables, tagged_calls
-from vacuumlab.advise import collect_advice
+from vacuumlab.collect.advice import collect_advice
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice
 from vacuumlab.report.advice_html import render_html

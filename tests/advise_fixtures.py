@@ -6,8 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from psycopg import sql
+
+from conftest import execute
 from vacuumlab.advise.context import Context
+from vacuumlab.records.advice import Recommendation
 from vacuumlab.records.snapshot import (
+    ExactBloat,
     Relation,
     ServerInfo,
     Setting,
@@ -165,6 +170,7 @@ def snapshot(
     version: int = 180001,
     values: dict[str, str] | None = None,
     vacuums: tuple[VacuumProgress, ...] = (),
+    exact: tuple[ExactBloat, ...] = (),
 ) -> Snapshot:
     base = PG18 if version >= 180000 else PG17
     return Snapshot(
@@ -174,8 +180,24 @@ def snapshot(
         settings=settings(base | (values or {})),
         tables=list(tables),
         vacuums=list(vacuums),
+        exact=list(exact),
     )
 
 
-def context(first: Snapshot, later: Snapshot | None = None, exact: Any = None) -> Context:
-    return Context(first, later, exact or {})
+def context(first: Snapshot, later: Snapshot | None = None) -> Context:
+    return Context(first, later)
+
+
+def run_recommendations(recs: list[Recommendation], database: str, admin: str) -> None:
+    """Each statement as psql would send it: ALTER SYSTEM on the server (reset afterwards),
+    ALTER TABLE in the test's own database."""
+    for rec in recs:
+        statement = rec.sql.split(" -- ")[0]
+        target = admin if rec.scope == "server" else database
+        execute(target, *[part + ";" for part in statement.split(";") if part.strip()])
+        if rec.scope == "server":
+            execute(
+                admin,
+                sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(rec.setting)),
+                "SELECT pg_reload_conf()",
+            )

@@ -11,8 +11,11 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from advise_fixtures import run_recommendations
 from conftest import execute, run_cli, xmin_holder
-from vacuumlab.advise import advise, collect_advice
+from vacuumlab.advise import advise
+from vacuumlab.collect.advice import collect_advice
+from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
@@ -70,7 +73,7 @@ def test_advice_on_a_churned_database(scenario: str) -> None:
         time.sleep(1.1)  # past the holder's first second, so it counts as held
         advice, statements = collect_advice(scenario)
     # The queue: far past its threshold, recognised as a queue, with the churn study's settings.
-    queue = finding(advice, "thresholds", "public.queue", "of its vacuum threshold")
+    queue = finding(advice, "thresholds", "public.queue", "its vacuum threshold")
     # This machine's PostgreSQL 15 runs with autovacuum off: the advisor must say so.
     if advice.server.version_num < 180000 and "autovacuum is off for the whole server" in [
         f.title for f in advice.findings
@@ -78,7 +81,7 @@ def test_advice_on_a_churned_database(scenario: str) -> None:
         assert "autovacuum is off for the whole server" in queue.title
     assert queue.evidence["n_dead_tup"] == 19000
     assert queue.evidence["vacuum_threshold"] == 50 + 0.2 * 1000
-    assert queue.title.startswith(f"{19000 / 250:.0%}")
+    assert queue.title.startswith("76× its vacuum threshold: ")  # 19,000 / 250
     shaped = finding(advice, "thresholds", "public.queue", "queue-like")
     assert shaped.evidence["turnover"] == pytest.approx((20000 + 19000) / 1000)
     assert {r.setting for r in shaped.recommendations} == {
@@ -126,16 +129,7 @@ def test_every_recommended_statement_runs(scenario: str, sandbox: Sandbox) -> No
     advice, _ = collect_advice(scenario)
     recommendations = [r for _, r in advice.recommendations()]
     assert recommendations
-    for rec in recommendations:
-        target = sandbox.dsn if rec.scope == "server" else scenario
-        statement = rec.sql.split(" -- ")[0]
-        execute(target, *[part + ";" for part in statement.split(";") if part.strip()])
-        if rec.scope == "server":
-            execute(
-                sandbox.dsn,
-                sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(rec.setting)),
-                "SELECT pg_reload_conf()",
-            )
+    run_recommendations(recommendations, scenario, sandbox.dsn)
 
 
 def test_the_advisor_never_writes(scenario: str) -> None:
@@ -178,6 +172,40 @@ def test_advice_from_saved_snapshots_needs_no_server(scenario: str, tmp_path: Pa
     advice = Advice.model_validate_json(out.stdout)
     assert advice.interval_s is not None
     assert any(f.relation == "public.forgotten" for f in advice.findings)
+
+
+def test_exact_figures_survive_a_saved_snapshot(embedded_database: str, tmp_path: Path) -> None:
+    """--exact measures into the snapshot, so advise --input on the saved JSON keeps it."""
+    execute(
+        embedded_database,
+        "CREATE EXTENSION pgstattuple",
+        "CREATE TABLE churned (id int PRIMARY KEY, pad text)",
+        "INSERT INTO churned SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
+        "DELETE FROM churned WHERE id % 4 <> 0",
+    )
+    with connect(embedded_database) as session:
+        snap = with_exact(session, collect(session))
+    [row] = [r for r in snap.exact if r.oid == snap.tables[0].heap.oid]
+    assert row.dead_tuple_count == 15000  # pgstattuple reads the pages: no stats lag
+    path = tmp_path / "exact.json"
+    path.write_text(snap.dump_json())
+    out = run_cli("advise", "--input", str(path), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    saved = Advice.model_validate_json(out.stdout)
+    live = advise(snap)
+    assert saved.exact
+    assert live.exact
+    measured = finding(saved, "bloat", "public.churned", "bloat measured")
+    assert measured == finding(live, "bloat", "public.churned", "bloat measured")
+    assert measured.evidence["measured_dead_tuple_percent"] == row.dead_tuple_percent
+
+
+def test_exact_without_pgstattuple_says_how_to_install_it(embedded_database: str) -> None:
+    execute(embedded_database, "CREATE TABLE t (id int)")
+    advice, _ = collect_advice(embedded_database, exact=True)
+    assert advice.exact
+    [note] = [n for n in advice.notes if n.probe == "exact"]
+    assert note.fix == "CREATE EXTENSION pgstattuple;"
 
 
 def test_cli_formats(scenario: str, tmp_path: Path) -> None:

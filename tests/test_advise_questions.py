@@ -18,17 +18,18 @@ from advise_fixtures import (
     changed,
     context,
     relation,
+    run_recommendations,
     snapshot,
     toast_of,
 )
 from conftest import execute
-from vacuumlab.advise import bloat, hot, timing, toast, workers
+from vacuumlab.advise import bloat, estimate, hot, timing, toast, workers
 from vacuumlab.advise.context import Context
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import Snapshot, Table
+from vacuumlab.records.snapshot import ExactBloat, Snapshot, Table
 
 MODULES = (timing, workers, hot, toast, bloat)
 
@@ -93,7 +94,7 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     assert e["estimated_vacuum_seconds_clean"] == 0.008
     assert "shared buffers" in str(e["assumptions"])
     assert f.recommendations == []
-    assert timing.table_rates(timing_steady()) == {100: (10.0, 140.0, 0.168)}
+    assert estimate.table_rates(timing_steady()) == {100: (10.0, 140.0, 0.168)}
 
 
 def timing_queue(**options: str) -> Context:
@@ -145,7 +146,7 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
     # 1,050,000 × 0.002 / 1.25 = 1,680 -> 1,700. And the 2.5 s cycle beats naptime 60 s.
     assert sqls(f) == [
         'ALTER TABLE "public"."jobs" SET ("autovacuum_vacuum_cost_limit" = \'1700\');',
-        "ALTER SYSTEM SET \"autovacuum_naptime\" = '10'; SELECT pg_reload_conf();",
+        "ALTER SYSTEM SET \"autovacuum_naptime\" = '10s'; SELECT pg_reload_conf();",
     ]
     assert "6,000 more dead tuples" in f.recommendations[1].reason  # 100/s × 60 s
     assert "1.71 ms" in (f.recommendations[1].evidence or "")
@@ -153,14 +154,14 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
 
 def test_timing_honours_index_cleanup_and_own_cost_settings() -> None:
     # vacuum_index_cleanup = on: no bypass, so 60,000 pages × 21 / 100 × 2 ms = 25.2 s.
-    rates = timing.table_rates(timing_queue(vacuum_index_cleanup="on"))
+    rates = estimate.table_rates(timing_queue(vacuum_index_cleanup="on"))
     assert rates[200] == (100.0, 1.4, 25.2)
     # Its own cost limit of 1,000: unbalanced, 1,050,000 / 1,000 × 2 ms = 2.1 s.
-    assert timing.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))[200][2] == 2.1
+    assert estimate.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))[200][2] == 2.1
     # Its own delay of 0: unthrottled, no estimate.
     [f] = timing.findings(timing_queue(autovacuum_vacuum_cost_delay="0"))
     assert f.title.endswith("; it runs unthrottled")
-    assert timing.table_rates(timing_queue(autovacuum_vacuum_cost_delay="0"))[200][2] is None
+    assert estimate.table_rates(timing_queue(autovacuum_vacuum_cost_delay="0"))[200][2] is None
 
 
 def test_timing_needs_two_snapshots() -> None:
@@ -170,7 +171,7 @@ def test_timing_needs_two_snapshots() -> None:
     assert (f.severity, f.relation, f.title) == ("info", None, "run with --interval 60s for rates")
     # No rates, but the duration of a vacuum at the threshold: 50 dead < 2 % of 1,000 pages is
     # not true for the 2,050 of the threshold, so 800 pages: 0.168 s.
-    assert timing.table_rates(single) == {100: (None, None, 0.168)}
+    assert estimate.table_rates(single) == {100: (None, None, 0.168)}
 
 
 # -- workers --------------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def test_workers_beyond_the_highest_cost_limit_and_without_slots() -> None:
     )
     assert sqls(budget) == [
         "ALTER SYSTEM SET \"autovacuum_vacuum_cost_limit\" = '10000'; SELECT pg_reload_conf();",
-        "ALTER SYSTEM SET \"autovacuum_vacuum_cost_delay\" = '3.9'; SELECT pg_reload_conf();",
+        "ALTER SYSTEM SET \"autovacuum_vacuum_cost_delay\" = '3.9ms'; SELECT pg_reload_conf();",
     ]
     # Every worker slot is in use: nothing to raise without a restart.
     assert found.recommendations == []
@@ -442,22 +443,27 @@ def bloat_context() -> Context:
     )
     blob = relation(630, "blob", reloptions={"autovacuum_vacuum_cost_limit": "1000"})
     blob_toast = toast_of(blob, 631, relpages=8_192, n_live_tup=1000, n_dead_tup=1000)
-    exact = {
-        620: {
-            "table_len": 50.0 * MB,
-            "dead_tuple_percent": 5.0,
-            "approx_free_percent": 45.0,
-            "approx_tuple_percent": 50.0,
-        }
-    }
+    exact = ExactBloat(
+        oid=620,
+        table_len=50 * MB,
+        scanned_percent=10.0,
+        approx_tuple_count=9_500,
+        approx_tuple_len=25 * MB,
+        approx_tuple_percent=50.0,
+        dead_tuple_count=500,
+        dead_tuple_len=int(2.5 * MB),
+        dead_tuple_percent=5.0,
+        approx_free_space=int(22.5 * MB),
+        approx_free_percent=45.0,
+    )
     return context(
         snapshot(
             Table(heap=big, toast=None),
             Table(heap=small, toast=None),
             Table(heap=measured, toast=None),
             Table(heap=blob, toast=blob_toast),
+            exact=(exact,),
         ),
-        exact=exact,
     )
 
 
@@ -531,7 +537,7 @@ def test_no_module_raises_on_missing_data() -> None:
     for ctx in contexts:
         for module in MODULES:
             module.findings(ctx)
-        timing.table_rates(ctx)
+        estimate.table_rates(ctx)
 
 
 # -- every recommendation is valid SQL ---------------------------------------------------------
@@ -553,21 +559,6 @@ SCENARIOS: tuple[Callable[[], Context], ...] = (
 
 def recommendations(ctx: Context) -> list[Recommendation]:
     return [r for m in MODULES for f in m.findings(ctx) for r in f.recommendations]
-
-
-def run_recommendations(recs: list[Recommendation], database: str, admin: str) -> None:
-    """Each statement as psql would send it: ALTER SYSTEM on the server (reset afterwards),
-    ALTER TABLE in the test's own database."""
-    for rec in recs:
-        statement = rec.sql.split(" -- ")[0]
-        target = admin if rec.scope == "server" else database
-        execute(target, *[part + ";" for part in statement.split(";") if part.strip()])
-        if rec.scope == "server":
-            execute(
-                admin,
-                sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(rec.setting)),
-                "SELECT pg_reload_conf()",
-            )
 
 
 def test_every_synthetic_recommendation_runs(embedded_database: str, sandbox: Sandbox) -> None:

@@ -323,7 +323,8 @@ def advise_command(
 
     Example: vacuumlab advise postgresql://me@db/app --interval 60s --format md -o advice.md
     """
-    from vacuumlab.advise import advise, collect_advice
+    from vacuumlab.advise import advise
+    from vacuumlab.collect.advice import collect_advice
     from vacuumlab.records.snapshot import load_snapshot
     from vacuumlab.report.advice_text import render
 

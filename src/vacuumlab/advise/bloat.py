@@ -13,14 +13,13 @@ larger, and only ``--exact`` measures that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_table, label
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
-from vacuumlab.records.snapshot import Relation, Table
+from vacuumlab.records.snapshot import ExactBloat, Relation, Table
 
 #: Bloat worth acting on: above this share of the relation...
 LARGE_SHARE = 0.30
@@ -61,21 +60,6 @@ class Estimate:
         return self.size * self.dead_share
 
 
-@dataclass(frozen=True, slots=True)
-class Measured:
-    """pgstattuple_approx's answer for one relation (percentages 0..100)."""
-
-    table_len: float
-    dead_percent: float
-    free_percent: float
-    tuple_percent: float | None
-
-    def wasted_share(self, fillfactor: float) -> float:
-        """Dead rows plus free space beyond what fillfactor keeps free on purpose."""
-        reserved = 100 - fillfactor
-        return (self.dead_percent + max(self.free_percent - reserved, 0.0)) / 100
-
-
 def findings(ctx: Context) -> list[Finding]:
     by_oid = {t.relation.oid: t for t in ctx.thresholds}
     found = []
@@ -103,28 +87,18 @@ def estimate(rel: Relation, block_size: int) -> Estimate | None:
     )
 
 
-def measured(raw: object) -> Measured | None:
-    """A pgstattuple_approx row as ``--exact`` stores it; anything else counts as none."""
-    if not isinstance(raw, Mapping):
-        return None
-    try:
-        tuple_percent = raw.get("approx_tuple_percent")
-        return Measured(
-            table_len=float(raw["table_len"]),
-            dead_percent=float(raw["dead_tuple_percent"]),
-            free_percent=float(raw["approx_free_percent"]),
-            tuple_percent=None if tuple_percent is None else float(tuple_percent),
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
+def wasted_share(m: ExactBloat, fillfactor: float) -> float:
+    """Dead rows plus free space beyond what fillfactor keeps free on purpose."""
+    reserved = 100 - fillfactor
+    return (m.dead_tuple_percent + max(m.approx_free_percent - reserved, 0.0)) / 100
 
 
 def _relation(ctx: Context, table: Table, rel: Relation, t: Thresholds | None) -> Finding | None:
     est = estimate(rel, ctx.now.server.block_size)
-    m = measured(ctx.exact.get(rel.oid))
+    m = ctx.exact.get(rel.oid)
     fillfactor = _fillfactor(rel)
     if m is not None:
-        share, size = m.wasted_share(fillfactor), m.table_len
+        share, size = wasted_share(m, fillfactor), float(m.table_len)
     elif est is not None:
         share, size = est.dead_share, float(est.size)
         if share < REPORT_SHARE or share * size < REPORT_BYTES:
@@ -146,7 +120,7 @@ def _relation(ctx: Context, table: Table, rel: Relation, t: Thresholds | None) -
     )
 
 
-def _title(est: Estimate | None, m: Measured | None, share: float, size: float) -> str:
+def _title(est: Estimate | None, m: ExactBloat | None, share: float, size: float) -> str:
     wasted = f"{share:.0%} of {size / _MB:,.1f} MB ({share * size / _MB:,.1f} MB)"
     if m is None:
         return f"estimated bloat: {wasted} dead rows, from statistics"
@@ -155,7 +129,12 @@ def _title(est: Estimate | None, m: Measured | None, share: float, size: float) 
 
 
 def _detail(
-    est: Estimate | None, m: Measured | None, t: Thresholds | None, *, large: bool, fillfactor: int
+    est: Estimate | None,
+    m: ExactBloat | None,
+    t: Thresholds | None,
+    *,
+    large: bool,
+    fillfactor: int,
 ) -> str:
     parts = [ESTIMATOR]
     if est is not None:
@@ -165,7 +144,8 @@ def _detail(
         )
     if m is not None:
         parts.append(
-            f"Measured: {m.dead_percent:.1f} % dead rows, {m.free_percent:.1f} % free space "
+            f"Measured: {m.dead_tuple_percent:.1f} % dead rows, "
+            f"{m.approx_free_percent:.1f} % free space "
             f"({100 - fillfactor} % of it kept free by fillfactor {fillfactor})."
         )
     if t is not None and t.dead > t.vacuum:
@@ -180,7 +160,7 @@ def _detail(
 
 
 def _evidence(
-    est: Estimate | None, m: Measured | None, share: float, fillfactor: int
+    est: Estimate | None, m: ExactBloat | None, share: float, fillfactor: int
 ) -> dict[str, Value]:
     evidence: dict[str, Value] = {"wasted_share": round(share, 4), "fillfactor": fillfactor}
     if est is not None:
@@ -193,10 +173,10 @@ def _evidence(
         }
     if m is not None:
         evidence |= {
-            "measured_table_len": m.table_len,
-            "measured_dead_tuple_percent": m.dead_percent,
-            "measured_approx_free_percent": m.free_percent,
-            "measured_approx_tuple_percent": m.tuple_percent,
+            "measured_table_len": float(m.table_len),
+            "measured_dead_tuple_percent": m.dead_tuple_percent,
+            "measured_approx_free_percent": m.approx_free_percent,
+            "measured_approx_tuple_percent": m.approx_tuple_percent,
         }
     return evidence
 

@@ -4,7 +4,7 @@ settings, each relation's thresholds, and one way to write a recommendation."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from psycopg import sql
@@ -12,19 +12,28 @@ from psycopg import sql
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
-from vacuumlab.records.snapshot import Relation, Snapshot, Table
+from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
 
 
 @dataclass
 class Context:
     snapshot: Snapshot
     later: Snapshot | None = None
-    exact: dict[int, dict[str, float]] = field(default_factory=dict)  # oid -> pgstattuple_approx
 
     @property
     def now(self) -> Snapshot:
         """The most recent snapshot: what the findings describe."""
         return self.later or self.snapshot
+
+    @cached_property
+    def exact(self) -> dict[int, ExactBloat]:
+        """What ``--exact`` measured (pgstattuple_approx), by relation oid."""
+        return {row.oid: row for row in self.now.exact}
+
+    @property
+    def exact_probed(self) -> bool:
+        """Whether ``--exact`` ran: it measured a table or said why it could not."""
+        return bool(self.now.exact) or any(n.probe == "exact" for n in self.now.notes)
 
     @property
     def version(self) -> int:
@@ -68,6 +77,18 @@ class Context:
         if self.later is None:
             return None
         return (self.later.taken_at - self.snapshot.taken_at).total_seconds()
+
+
+#: Up to this ratio a share reads as a percentage ("900%"), beyond it as a multiple ("76×").
+PERCENT_UP_TO = 10.0
+
+
+def share_of(ratio: float, what: str) -> str:
+    """``ratio`` of ``what`` as a reader takes it in: ``"90% of its threshold"`` or, once the
+    percentage runs into the thousands, ``"1,000× its threshold"``."""
+    if ratio <= PERCENT_UP_TO:
+        return f"{ratio:,.0%} of {what}"
+    return f"{ratio:,.0f}× {what}"
 
 
 def label(relation: Relation, owner: Relation | None = None) -> str:
@@ -115,9 +136,11 @@ def alter_system(
     version: int,
     evidence: str | None = None,
 ) -> Recommendation:
-    """``ALTER SYSTEM SET …`` and the reload (or a note that it needs a restart)."""
+    """``ALTER SYSTEM SET …`` and the reload (or a note that it needs a restart). A duration
+    is checked as a number in its base unit, then written with a unit (``'10min'``)."""
     k = knob(setting)
     k.check(value, "server", version)
+    value = k.with_unit(value)
     statement = (
         sql.SQL("ALTER SYSTEM SET {} = {};")
         .format(sql.Identifier(setting), sql.Literal(value))

@@ -17,6 +17,9 @@ from vacuumlab.advise.context import Context, alter_system
 from vacuumlab.records.advice import Finding, Recommendation, Severity
 from vacuumlab.records.snapshot import Backend, PreparedXact, ReplicationSlot
 
+#: The idle_in_transaction_session_timeout recommended where there is none: 10 minutes.
+IDLE_TIMEOUT_MS = 600_000
+
 
 def findings(
     ctx: Context,
@@ -65,18 +68,7 @@ def _backend(
     if severity == "info" and (seconds or 0) < 60 and kind == "long transaction":
         return None  # a query at work holds the horizon for a moment; that is not news
     # A session idle in a transaction is news however short: nothing ends it but the client.
-    recommendations: list[Recommendation] = []
-    if kind == "idle in transaction" and ctx.setting("idle_in_transaction_session_timeout") == 0:
-        recommendations.append(
-            alter_system(
-                "idle_in_transaction_session_timeout",
-                "600000",
-                version=ctx.version,
-                impact=0.7,
-                reason="sessions left idle in a transaction hold the horizon for as long as they "
-                "stay; a timeout of 10 minutes ends them (the application must reconnect)",
-            )
-        )
+    recommendations = _idle_timeout(ctx) if kind == "idle in transaction" else []
     held = f"{seconds:,.0f} s" if seconds is not None else "an unknown time"
     return Finding(
         question="horizon",
@@ -99,6 +91,18 @@ def _backend(
         },
         recommendations=recommendations,
     )
+
+
+def _idle_timeout(ctx: Context) -> list[Recommendation]:
+    """A timeout for sessions idle in a transaction, where the server has none."""
+    if ctx.setting("idle_in_transaction_session_timeout") != 0:
+        return []
+    reason = (
+        "sessions left idle in a transaction hold the horizon for as long as they stay; a "
+        "timeout of 10 minutes ends them (the application must reconnect)"
+    )
+    setting, timeout = "idle_in_transaction_session_timeout", str(IDLE_TIMEOUT_MS)
+    return [alter_system(setting, timeout, version=ctx.version, impact=0.7, reason=reason)]
 
 
 def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Finding | None:

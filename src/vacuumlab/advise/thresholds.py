@@ -7,7 +7,7 @@ the churn study supports, with its measurement.
 
 from __future__ import annotations
 
-from vacuumlab.advise.context import Context, alter_system, alter_table, label
+from vacuumlab.advise.context import Context, alter_system, alter_table, label, share_of
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Relation
@@ -51,7 +51,7 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
             question="thresholds",
             severity=severity,
             relation=name,
-            title=f"{t.vacuum_progress:.0%} of its vacuum threshold: {reason}",
+            title=f"{share_of(t.vacuum_progress, 'its vacuum threshold')}: {reason}",
             detail=(
                 f"{t.dead:,} dead tuples against a threshold of {t.vacuum:,.0f} "
                 f"({_formula(t)}); {t.inserted:,} inserted since the last vacuum"
@@ -132,6 +132,33 @@ def _queue(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
     turnover = ((rel.n_tup_ins or 0) + (rel.n_tup_del or 0)) / live
     if turnover < QUEUE_TURNOVER or (rel.n_tup_del or 0) < MIN_DEAD:
         return []
+    recommendations = _queue_settings(ctx, t)
+    return [
+        Finding(
+            question="thresholds",
+            severity="warning" if recommendations else "info",
+            relation=name,
+            title=f"queue-like: rows turned over {turnover:,.0f} times",
+            detail=(
+                f"{rel.n_tup_ins or 0:,} inserts and {rel.n_tup_del or 0:,} deletes against "
+                f"{rel.n_live_tup or 0:,} live rows. Latency in such tables follows the dead "
+                "tuples: vacuum them early and unthrottled. autovacuum_naptime is server-wide; "
+                "the churn study's best step also lowered it to 10s."
+            ),
+            evidence={
+                "turnover": round(turnover, 1),
+                "n_tup_ins": rel.n_tup_ins,
+                "n_tup_del": rel.n_tup_del,
+                "n_live_tup": rel.n_live_tup,
+            },
+            recommendations=recommendations,
+        )
+    ]
+
+
+def _queue_settings(ctx: Context, t: Thresholds) -> list[Recommendation]:
+    """The churn study's settings for a queue, where the table has none of its own."""
+    rel = t.relation
     recommendations = []
     if "autovacuum_vacuum_cost_delay" not in rel.reloptions:
         recommendations.append(
@@ -165,27 +192,7 @@ def _queue(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
                 f"{t.vacuum:,.0f} dead tuples; a queue's latency climbs with its dead tuples",
             )
         )
-    return [
-        Finding(
-            question="thresholds",
-            severity="warning" if recommendations else "info",
-            relation=name,
-            title=f"queue-like: rows turned over {turnover:,.0f} times",
-            detail=(
-                f"{rel.n_tup_ins or 0:,} inserts and {rel.n_tup_del or 0:,} deletes against "
-                f"{rel.n_live_tup or 0:,} live rows. Latency in such tables follows the dead "
-                "tuples: vacuum them early and unthrottled. autovacuum_naptime is server-wide; "
-                "the churn study's best step also lowered it to 10s."
-            ),
-            evidence={
-                "turnover": round(turnover, 1),
-                "n_tup_ins": rel.n_tup_ins,
-                "n_tup_del": rel.n_tup_del,
-                "n_live_tup": rel.n_live_tup,
-            },
-            recommendations=recommendations,
-        )
-    ]
+    return recommendations
 
 
 def _global_off(ctx: Context) -> list[Finding]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vacuumlab.advise import timing
+from vacuumlab.advise import estimate, timing
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
 from vacuumlab.model import cost as cm
+from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 
 #: Recommend a budget this many times the pages per second needed.
@@ -37,7 +38,7 @@ ASSUMPTIONS = (
 class Need:
     """Pages per second of vacuum work one relation produces."""
 
-    estimate: timing.Estimate
+    estimate: estimate.Estimate
     pages_per_second: float
 
 
@@ -49,7 +50,7 @@ def findings(ctx: Context) -> list[Finding]:
 
 
 def _budget(ctx: Context) -> list[Finding]:
-    settings = timing.autovacuum_cost(ctx)
+    settings = estimate.autovacuum_cost(ctx)
     if settings is None:
         return [_info("the cost settings are not in the snapshot", "No budget to compare.")]
     if ctx.later is None or not ctx.seconds or ctx.seconds <= 0:
@@ -74,7 +75,7 @@ def _budget(ctx: Context) -> list[Finding]:
 def _needs(ctx: Context) -> tuple[list[Need], int]:
     """Each relation sharing the budget, with the pages per second its dead tuples fill."""
     needs, unsized = [], 0
-    for e in timing.estimates(ctx):
+    for e in estimate.estimates(ctx):
         rate = e.rates.dead_per_second if e.rates else None
         shared = e.duration is not None and e.duration.balanced
         if not rate or not shared or not e.thresholds.effective.enabled:
@@ -232,7 +233,7 @@ def _system(ctx: Context, setting: str, value: str, why: str, impact: float) -> 
         version=ctx.version,
         impact=impact,
         evidence=timing.CHURN_MEASUREMENT,
-        reason=f"{why}: {setting} = {value} gives {HEADROOM:g} × the need",
+        reason=f"{why}: {setting} = {knob(setting).with_unit(value)} gives {HEADROOM:g} × the need",
     )
 
 

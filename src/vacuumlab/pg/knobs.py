@@ -16,6 +16,16 @@ from vacuumlab.errors import VacuumlabError
 
 Scope = Literal["server", "table", "toast"]
 INT_MAX = 2_147_483_647
+#: The time units a GUC accepts, largest first, in milliseconds (guc.c, time_unit_conversion
+#: _table). Reloptions take none: reloptions.c parses their numbers without units.
+TIME_UNITS: tuple[tuple[str, int], ...] = (
+    ("d", 86_400_000),
+    ("h", 3_600_000),
+    ("min", 60_000),
+    ("s", 1000),
+    ("ms", 1),
+)
+_IN_MS = dict(TIME_UNITS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,18 @@ class Knob:
             raise VacuumlabError(f"{self.name} takes one of {', '.join(self.values)}")
         if self.vartype in ("integer", "real"):
             self._check_number(value)
+
+    def with_unit(self, value: str) -> str:
+        """A number in this knob's time unit written with a unit, for ALTER SYSTEM:
+        ``600000`` ms reads ``10min``. Anything else is returned as it is."""
+        if self.unit not in _IN_MS:
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        # -1 and the like are sentinels ("use the other setting"), not durations.
+        return duration(number, self.unit) if number >= 0 else value
 
     def _check_number(self, value: str) -> None:
         try:
@@ -100,6 +122,16 @@ KNOBS: dict[str, Knob] = {
         Knob("vacuum_truncate", "bool", None, None, None, 120000, _TABLES),
     )
 }  # fmt: skip
+
+
+def duration(value: float, unit: str) -> str:
+    """``value`` (in ``unit``) in the largest unit that holds it exactly: 600000 ms is
+    ``10min``, 90 s is ``90s``; a fraction of the smallest unit keeps the given one."""
+    ms = value * _IN_MS[unit]
+    for name, size in TIME_UNITS:
+        if ms and ms % size == 0:
+            return f"{ms // size:.0f}{name}"
+    return f"{value:g}{unit}"
 
 
 def knob(name: str) -> Knob:

@@ -250,6 +250,26 @@ class VacuumProgress(Record):
     delay_time_ms: float | None = Field(description="PostgreSQL 18+, with track_cost_delay_timing")
 
 
+class ExactBloat(Record):
+    """``pgstattuple_approx`` for one relation, measured by ``--exact`` (pgstattuple 1.3+).
+
+    It reads every page that is not all-visible and estimates the rest from the free space
+    map; percentages run 0..100 of ``table_len``.
+    """
+
+    oid: int
+    table_len: int
+    scanned_percent: float
+    approx_tuple_count: int
+    approx_tuple_len: int
+    approx_tuple_percent: float
+    dead_tuple_count: int
+    dead_tuple_len: int
+    dead_tuple_percent: float
+    approx_free_space: int
+    approx_free_percent: float
+
+
 class ProbeNote(Record):
     """Why a probe gave nothing: a missing privilege, a timeout, an old server."""
 
@@ -278,6 +298,9 @@ class Snapshot(Record):
     slots: list[ReplicationSlot] = []
     prepared: list[PreparedXact] = []
     vacuums: list[VacuumProgress] = []
+    exact: list[ExactBloat] = Field(
+        default=[], description="only when collected with --exact: the probe reads tables"
+    )
     notes: list[ProbeNote] = []
 
     def setting(self, name: str) -> Setting | None:

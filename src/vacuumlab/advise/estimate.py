@@ -1,0 +1,270 @@
+"""How fast each relation gathers dead tuples and inserts, when autovacuum should next take
+it, and how long that vacuum should take under the cost-based delay: the arithmetic behind
+the timing and workers questions (their text is in timing.py and workers.py).
+
+- Rates need two snapshots. Dead tuples per second come from ``n_dead_tup`` when no vacuum ran
+  in between, else from ``n_tup_upd + n_tup_del`` (each update or delete leaves one dead
+  version; pgstat_relation.c); inserts per second from ``n_tup_ins``.
+- The duration is the cost model's sleep (model/cost.py) for the pages the vacuum visits:
+  the heap pages that are not all-visible (the visibility map lets vacuum skip the others;
+  vacuumlazy.c) and, unless the index-vacuuming bypass applies, every index page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from vacuumlab.advise import toast as toast_options
+from vacuumlab.advise.context import Context, label
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.model import cost as cm
+from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.records.snapshot import Relation, Table
+
+#: lazy_vacuum() in vacuumlazy.c (14+) skips index vacuuming when fewer than this share of
+#: the heap's pages hold dead items (and those take under 32 MB).
+BYPASS_THRESHOLD_PAGES = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Per second over the interval between the two snapshots; None when not reported."""
+
+    dead_per_second: float | None
+    inserts_per_second: float | None
+    dead_source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    """What the next vacuum of a relation reads, and what throttling makes it sleep."""
+
+    heap_pages: int
+    index_pages: int
+    index_scan: bool
+    index_reason: str
+    cost_clean: float  # every page visited costs vacuum_cost_page_hit
+    cost_dirtied: float  # every page visited costs hit + dirty
+    settings: cm.CostSettings
+    workers: int  # workers sharing the cost limit
+    balanced: bool  # False: the relation has its own cost settings
+
+    @property
+    def throttled(self) -> bool:
+        return self.settings.delay_ms > 0
+
+    def seconds(self, cost: float) -> float:
+        return cm.throttle_seconds(cost, self.settings, workers=self.workers)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """One relation: its rates, when autovacuum should take it and how long that takes."""
+
+    thresholds: Thresholds
+    table: Table
+    name: str
+    rates: Rates | None
+    to_vacuum: float | None  # seconds until it passes a threshold; 0 once past
+    trigger: str | None
+    duration: Duration | None
+
+    @property
+    def cycle(self) -> float | None:
+        """Seconds the relation takes to gather a whole vacuum threshold of dead tuples."""
+        rate = self.rates.dead_per_second if self.rates else None
+        enabled = self.thresholds.effective.enabled
+        if not rate or rate <= 0 or not enabled or self.thresholds.vacuum <= 0:
+            return None
+        return self.thresholds.vacuum / rate
+
+    @property
+    def vacuum_seconds(self) -> float | None:
+        """The throttled sleep of the next vacuum, every visited page dirtied."""
+        d = self.duration
+        return d.seconds(d.cost_dirtied) if d is not None and d.throttled else None
+
+    @property
+    def active(self) -> bool:
+        r = self.rates
+        return r is not None and ((r.dead_per_second or 0) > 0 or (r.inserts_per_second or 0) > 0)
+
+
+def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, float | None]]:
+    """oid -> (dead tuples per second, seconds until autovacuum should take it — the earliest,
+    before up to one naptime for the launcher —, the next vacuum's estimated seconds)."""
+    result: dict[int, tuple[float | None, float | None, float | None]] = {}
+    for e in estimates(ctx):
+        dead = e.rates.dead_per_second if e.rates else None
+        result[e.thresholds.relation.oid] = (dead, e.to_vacuum, e.vacuum_seconds)
+    return result
+
+
+def estimates(ctx: Context) -> list[Estimate]:
+    by_oid = {t.relation.oid: t for t in ctx.thresholds}
+    found = []
+    for table in ctx.tables():
+        for rel in (table.heap, table.toast):
+            t = by_oid.get(rel.oid) if rel is not None else None
+            if t is not None:
+                found.append(_estimate(ctx, table, t))
+    return found
+
+
+def running_autovacuums(ctx: Context) -> int:
+    return sum(1 for v in ctx.now.vacuums if v.is_autovacuum)
+
+
+def autovacuum_cost(ctx: Context) -> cm.CostSettings | None:
+    """The server's autovacuum cost settings, None when the snapshot lacks them."""
+    try:
+        return cm.CostSettings.for_autovacuum(ctx.settings)
+    except VacuumlabError:
+        return None
+
+
+def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
+    rates = relation_rates(ctx, t.relation)
+    to_vacuum, trigger = _to_vacuum(t, rates)
+    dead_then = _dead_at_vacuum(t, rates, to_vacuum, trigger)
+    return Estimate(
+        thresholds=t,
+        table=table,
+        name=label(t.relation, table.heap),
+        rates=rates,
+        to_vacuum=to_vacuum,
+        trigger=trigger,
+        duration=_duration(ctx, table, t, dead_then),
+    )
+
+
+def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
+    seconds = ctx.seconds
+    before = ctx.earlier(rel)
+    if before is None or not seconds or seconds <= 0:
+        return None
+    dead = _dead_rate(before, rel, seconds)
+    inserts = _delta(before.n_tup_ins, rel.n_tup_ins)
+    return Rates(
+        dead_per_second=dead[0] if dead else None,
+        inserts_per_second=None if inserts is None else inserts / seconds,
+        dead_source=dead[1] if dead else None,
+    )
+
+
+def _dead_rate(before: Relation, after: Relation, seconds: float) -> tuple[float, str] | None:
+    """Net growth of n_dead_tup when nothing vacuumed the relation in between; otherwise every
+    dead version made (updates + deletes), since the vacuum reset the count."""
+    vacuumed = _vacuums(after) != _vacuums(before)
+    if not vacuumed and before.n_dead_tup is not None and after.n_dead_tup is not None:
+        return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
+    updates = _delta(before.n_tup_upd, after.n_tup_upd)
+    deletes = _delta(before.n_tup_del, after.n_tup_del)
+    if updates is None or deletes is None:
+        return None
+    return (updates + deletes) / seconds, "n_tup_upd + n_tup_del"
+
+
+def _vacuums(rel: Relation) -> int:
+    return (rel.vacuum_count or 0) + (rel.autovacuum_count or 0)
+
+
+def _delta(before: int | None, after: int | None) -> int | None:
+    """Growth of a cumulative counter; None when unknown or reset in between."""
+    if before is None or after is None or after < before:
+        return None
+    return after - before
+
+
+def _to_vacuum(t: Thresholds, rates: Rates | None) -> tuple[float | None, str | None]:
+    if not t.effective.enabled:
+        return None, "autovacuum is off"
+    if t.needs_vacuum:
+        return 0.0, "past its threshold"
+    if rates is None:
+        return None, None
+    candidates = []
+    if rates.dead_per_second:
+        candidates.append((max(t.vacuum - t.dead, 0) / rates.dead_per_second, "dead tuples"))
+    if t.insert is not None and rates.inserts_per_second:
+        candidates.append((max(t.insert - t.inserted, 0) / rates.inserts_per_second, "inserts"))
+    if not candidates:
+        return None, None
+    seconds, trigger = min(candidates)
+    return seconds, trigger
+
+
+def _dead_at_vacuum(
+    t: Thresholds, rates: Rates | None, to_vacuum: float | None, trigger: str | None
+) -> float:
+    """Dead tuples when the vacuum starts: the threshold, or what accrues until the inserts
+    trigger it."""
+    if trigger == "inserts" and rates is not None and to_vacuum is not None:
+        return t.dead + (rates.dead_per_second or 0) * to_vacuum
+    if trigger == "past its threshold":
+        return float(t.dead)
+    return max(t.vacuum, float(t.dead))
+
+
+def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
+    base = autovacuum_cost(ctx)
+    if base is None:
+        return None
+    options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
+    settings, balanced = _own_cost(base, options)
+    rel = t.relation
+    block = ctx.now.server.block_size
+    pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
+    heap_pages = max(pages - min(rel.relallvisible, pages), 0)
+    index_pages = (rel.index_bytes or 0) // block
+    scan, reason = _index_scan(rel, dead, pages, ctx.version)
+    visited = heap_pages + (index_pages if scan else 0)
+    return Duration(
+        heap_pages=heap_pages,
+        index_pages=index_pages,
+        index_scan=scan,
+        index_reason=reason,
+        cost_clean=visited * settings.page_hit,
+        cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
+        settings=settings,
+        workers=max(1, running_autovacuums(ctx)) if balanced else 1,
+        balanced=balanced,
+    )
+
+
+def _own_cost(base: cm.CostSettings, options: dict[str, str]) -> tuple[cm.CostSettings, bool]:
+    """A relation's own cost limit (> 0) or delay (>= 0) replaces the server's and takes it out
+    of the balancing (table_recheck_autovac() sets at_dobalance in autovacuum.c)."""
+    limit = _number(options.get("autovacuum_vacuum_cost_limit"))
+    delay = _number(options.get("autovacuum_vacuum_cost_delay"))
+    own_limit = limit is not None and limit > 0 and limit.is_integer()
+    own_delay = delay is not None and delay >= 0
+    settings = replace(
+        base,
+        limit=int(limit) if own_limit and limit is not None else base.limit,
+        delay_ms=delay if own_delay and delay is not None else base.delay_ms,
+    )
+    return settings, not (own_limit or own_delay)
+
+
+def _index_scan(rel: Relation, dead: float, pages: int, version: int) -> tuple[bool, str]:
+    """Whether the next vacuum reads every index page (lazy_vacuum() in vacuumlazy.c)."""
+    if rel.n_indexes == 0:
+        return False, "no indexes"
+    cleanup = rel.reloptions.get("vacuum_index_cleanup", "auto").lower()
+    if cleanup in ("off", "false", "no", "0"):
+        return False, "vacuum_index_cleanup is off"
+    if version < 140000 or cleanup in ("on", "true", "yes", "1"):
+        return True, "index vacuuming is never bypassed here"
+    if dead < BYPASS_THRESHOLD_PAGES * pages:
+        return False, (
+            f"bypassed: {dead:,.0f} dead tuples can fill fewer than 2 % of {pages:,} pages"
+        )
+    return True, "dead tuples may sit on 2 % of the pages or more: no bypass assumed"
+
+
+def _number(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

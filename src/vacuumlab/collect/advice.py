@@ -1,0 +1,46 @@
+"""Inspect a server read-only and advise: the advisor's collecting half.
+
+Collecting takes a fixed number of queries however many tables there are, except ``--exact``
+(:mod:`vacuumlab.collect.exact`). The advice itself is pure (:func:`vacuumlab.advise.advise`),
+so ``--input`` can advise from saved snapshots with no server.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from vacuumlab.advise import advise
+from vacuumlab.collect.exact import with_exact
+from vacuumlab.collect.snapshot import collect
+from vacuumlab.pg.connect import Timeouts, connect
+from vacuumlab.records.advice import Advice
+
+#: A read-only session that gives way: 5 s per statement, 100 ms for a lock.
+TIMEOUTS = Timeouts(statement_ms=5000, lock_ms=100)
+
+
+def collect_advice(
+    dsn: str,
+    *,
+    interval: float | None = None,
+    exact: bool = False,
+    on_wait: Callable[[float], None] | None = None,
+) -> tuple[Advice, int]:
+    """Inspect the server read-only and advise; returns the advice and the statements sent."""
+    with connect(dsn, read_only=True, timeouts=TIMEOUTS, application_name="vacuumlab-advise") as s:
+        first = collect(s)
+        later = None
+        if interval:
+            if on_wait is not None:
+                on_wait(interval)
+            time.sleep(interval)
+            later = collect(s)
+        if exact:
+            # Measured on the snapshot the findings describe: the later one when there are two.
+            if later is None:
+                first = with_exact(s, first)
+            else:
+                later = with_exact(s, later)
+        statements = s.statements
+    return advise(first, later), statements
