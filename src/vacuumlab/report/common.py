@@ -138,3 +138,10 @@ def percent(value: float | None) -> str:
 def times(value: float | None) -> str:
     """A ratio: ``3.8×``."""
     return DASH if value is None else f"{value:.1f}×"
+
+
+def format_seconds(value: float) -> str:
+    """Seconds with two decimals below 10, one below 1000, none above."""
+    if abs(value) < 10:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"

@@ -41,7 +41,7 @@ from vacuumlab.report.common import (
     when,
     write_png,
 )
-from vacuumlab.report.cost_driver_charts import format_seconds
+from vacuumlab.report.common import format_seconds
 from vacuumlab.stats.aggregate import Spread, spread
 from vacuumlab.store import Metric, Point, Run, Store
 from vacuumlab.studies.toast_spec import (
