@@ -3,18 +3,27 @@ report package stays on its side of the layers."""
 
 from __future__ import annotations
 
+import io
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
+from markupsafe import escape
+from rich.console import Console
 
 from cost_driver_fixtures import make_cost_driver_run
 from fillfactor_fixtures import make_fillfactor_run
 from report_fixtures import make_churn_run
+from test_report_advice import full_advice
 from toast_fixtures import make_toast_run
-from vacuumlab.report import RENDERERS
+from vacuumlab.report import RENDERERS, advice_text
+from vacuumlab.report.advice_html import render_html
+from vacuumlab.report.advice_md import render_markdown
+from vacuumlab.report.churn_text import summary_table
 from vacuumlab.store import Store
 from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
 
@@ -98,3 +107,41 @@ def test_report_modules_load_no_driver_no_lab_and_no_study_but_its_spec() -> Non
 
 def test_the_registry_loads_no_plotting_library() -> None:
     assert "matplotlib" not in loaded_by("vacuumlab.report")
+
+
+# -- defect 3: the published work by its name, never by a file of ours -------------------------
+
+SEED = re.compile(r"seed \d", re.IGNORECASE)
+PUBLICATIONS = {spec.STUDY: spec.PUBLICATION for spec in SPECS}
+
+
+def rendered_texts(pages: dict[str, Path]) -> dict[str, str]:
+    """Every rendered report: the four study pages, the advice in Markdown, HTML and text, and
+    the churn summary the terminal shows."""
+    texts = {study: path.read_text(encoding="utf-8") for study, path in pages.items()}
+    advice = full_advice()
+    texts["advice.md"] = render_markdown(advice)
+    texts["advice.html"] = render_html(advice)
+    texts["advice.txt"] = printed(advice_text.render(advice))
+    with Store.open(next(iter(pages.values())).parent.parent / "r.sqlite") as store:
+        texts["churn summary"] = printed(summary_table(store, 1))
+    return texts
+
+
+def printed(renderable: object) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(renderable)
+    return cast(io.StringIO, console.file).getvalue()
+
+
+def test_no_report_names_a_seed_file(pages: dict[str, Path]) -> None:
+    for name, text in rendered_texts(pages).items():
+        assert not SEED.search(text), (name, SEED.search(text))
+
+
+def test_each_study_report_names_its_publication(pages: dict[str, Path]) -> None:
+    for study, path in pages.items():
+        html = path.read_text(encoding="utf-8")
+        publication = PUBLICATIONS[study]
+        assert str(escape(publication.cite())) in html, study
+        assert publication.short() in html or study == churn_spec.STUDY, study

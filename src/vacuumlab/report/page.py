@@ -16,6 +16,7 @@ from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.publication import Publication
 from vacuumlab.report import charts
 from vacuumlab.report.common import DASH, duration, environment, machine_rows, metric, text, when
 from vacuumlab.stats.aggregate import Spread, spread
@@ -58,6 +59,7 @@ class Header:
     """What every report shows above its own sections."""
 
     run_id: int
+    publication: Publication  # the published work the study reproduces
     status: str
     notices: list[str]
     note: str | None
@@ -116,9 +118,12 @@ def settings_rows(run: Run) -> Rows:
     return sorted((str(k), text(v)) for k, v in run.settings.items())
 
 
-def header(run: Run, notices: list[str], overview_rows: Rows, params: Rows) -> Header:
+def header(
+    run: Run, publication: Publication, notices: list[str], overview_rows: Rows, params: Rows
+) -> Header:
     return Header(
         run_id=run.id,
+        publication=publication,
         status=run.status,
         notices=notices,
         note=run.note,

@@ -29,7 +29,7 @@ from vacuumlab.report.page import (
     status_notice,
 )
 from vacuumlab.store import Metric, Point, Run, Store
-from vacuumlab.studies.churn_spec import PUBLISHED, Published
+from vacuumlab.studies.churn_spec import PUBLICATION, PUBLISHED, Published
 
 NOT_PUBLISHED = "not published"
 
@@ -310,6 +310,7 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
     return Report(
         header=header(
             run,
+            PUBLICATION,
             _notices(run, planned, steps, reps),
             overview(run, counts),
             param_rows(run.params, PARAM_LABELS, text, hidden=("steps",)),

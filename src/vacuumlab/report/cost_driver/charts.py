@@ -127,7 +127,7 @@ _CAPTIONS = {
     "stacked vertically are the index-count effect.",
     "indexes": "Median over the repetitions, with the interquartile range as error bars. "
     "Look at the slopes: each index adds a roughly constant time, fitted in the table below. "
-    "Purple: the seed's compact 50 % series (10 million rows) on its own right-hand axis, "
+    "Purple: the post's compact 50 % series (10 million rows) on its own right-hand axis, "
     "for the shape only.",
     "heatmap": "Median duration of every combination measured. Look down each column: the "
     "spread rows barely change with the dead share, the compact rows grow with it; along each "

@@ -32,6 +32,7 @@ from vacuumlab.report.charts import (
     with_ci,
 )
 from vacuumlab.report.common import format_seconds
+from vacuumlab.studies.cost_driver_spec import PUBLICATION
 
 #: The published distributions first, in this order; any other after them, by name.
 KNOWN_DISTRIBUTIONS = ("compact", "spread")
@@ -145,7 +146,7 @@ class IndexLine:
 
 def index_chart(lines: Sequence[IndexLine], published: Mapping[int, float]) -> Figure:
     """One line per distribution × dead share: median with IQR error bars, by index count;
-    the seed's published series on a right axis of its own."""
+    the post's published series on a right axis of its own."""
     index_counts = sorted({k for line in lines for k in line.indexes})
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=FIGSIZE, layout="constrained")
@@ -166,7 +167,7 @@ def index_chart(lines: Sequence[IndexLine], published: Mapping[int, float]) -> F
         seed_ax = published_axis(ax, published, index_counts, "s")
         if seed_ax is not None:
             seed_ax.set_ylim(bottom=0)  # from 0 like the left axis, so the slopes compare
-            seed_ax.set_ylabel("seed 001, 10M rows (s)", color=POST_COLOR)
+            seed_ax.set_ylabel(f"{PUBLICATION.short()}, 10M rows (s)", color=POST_COLOR)
             handles.append(_published_handle())
         if ax.has_data():
             ax.set_ylim(bottom=0)
@@ -189,7 +190,7 @@ def _published_handle() -> Line2D:
         markerfacecolor="white",
         linestyle="--",
         markersize=4,
-        label="seed 001, compact 50 % (right axis)",
+        label=f"{PUBLICATION.short()}, compact 50 % (right axis)",
     )
 
 

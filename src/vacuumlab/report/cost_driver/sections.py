@@ -39,6 +39,7 @@ from vacuumlab.report.page import (
 from vacuumlab.stats.aggregate import Fit, Spread, linear_fit, ratio, spread
 from vacuumlab.store import Point, Run, Store
 from vacuumlab.studies.cost_driver_spec import (
+    PUBLICATION,
     PUBLISHED_COMPACT_50_BY_INDEXES,
     PUBLISHED_ZERO_INDEX,
 )
@@ -163,7 +164,11 @@ def _header(run: Run, data: Data) -> Header:
     if manual or run.params.get("manual") is True:
         rows.append(("manual VACUUM runs recorded", of(manual, wanted)))
     return header(
-        run, _notices(run, data), overview(run, *rows), param_rows(run.params, PARAM_LABELS)
+        run,
+        PUBLICATION,
+        _notices(run, data),
+        overview(run, *rows),
+        param_rows(run.params, PARAM_LABELS),
     )
 
 
@@ -235,7 +240,9 @@ def _slope_rows(auto: Mapping[Combo, list[CdObs]]) -> list[TableRow]:
 def _published_slope() -> TableRow:
     series = PUBLISHED_COMPACT_50_BY_INDEXES
     fit = linear_fit([float(k) for k in range(len(series))], list(series))
-    return TableRow(("compact", "50 %"), _fit_cells(fit), ("seed 001, medians, ≈5 s per index",))
+    return TableRow(
+        ("compact", "50 %"), _fit_cells(fit), (f"{PUBLICATION.short()}, medians, ≈5 s per index",)
+    )
 
 
 def _by_index(auto: Mapping[Combo, list[CdObs]]) -> tuple[list[str], list[TableRow]]:
@@ -245,7 +252,10 @@ def _by_index(auto: Mapping[Combo, list[CdObs]]) -> tuple[list[str], list[TableR
     columns = sorted(set(published) | set(measured))
     here = tuple(_median_cell(measured.get(k)) for k in columns)
     seed = tuple(Cell(f"{published[k]:.1f}" if k in published else DASH) for k in columns)
-    rows = [TableRow(("measured here",), here), TableRow(("seed 001 (10M rows)",), seed)]
+    rows = [
+        TableRow(("measured here",), here),
+        TableRow((f"{PUBLICATION.short()} (10M rows)",), seed),
+    ]
     return [str(k) for k in columns], rows
 
 

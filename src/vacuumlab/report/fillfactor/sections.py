@@ -38,6 +38,7 @@ from vacuumlab.stats.fillfactor import Effect, Verdict, compare, difference, eff
 from vacuumlab.stats.significance import Comparison, mean_interval, p_text
 from vacuumlab.store import Point, Run, Store
 from vacuumlab.studies.fillfactor_spec import (
+    PUBLICATION,
     PUBLISHED,
     PUBLISHED_SETUP,
     SIZE_FACTORS,
@@ -146,6 +147,7 @@ def _header(run: Run, data: Data, points: int) -> Header:
     wanted = len(planned(run.params)) * repeat(run.params)
     return header(
         run,
+        PUBLICATION,
         _notices(run, data),
         overview(run, ("points recorded", of(points, wanted))),
         param_rows(run.params, PARAM_LABELS, list_text),
@@ -198,21 +200,21 @@ def _ram_line(data: Data, ram: Any) -> str:
     return (
         f"The machine has {ram / 2**30:.1f} GiB of RAM and the largest table reached "
         f"{_mb(largest)}: part of it no longer fits in the OS page cache, so some reads are disk "
-        "reads, as in the seed."
+        "reads, as in the post."
     )
 
 
 def _memory_note(run: Run, data: Data) -> list[str]:
     memory = _memory_bytes(data)
     head = (
-        f'The seed\'s "memory" is mapped to shared_buffers, {_mb(memory)} in this run '
+        f'The post\'s "memory" is mapped to shared_buffers, {_mb(memory)} in this run '
         f"(requested: {text(run.params.get('shared_buffers') or 'the server’s own')}); each "
         "data size is a multiple of it at fillfactor 100, and lower fillfactors load the same "
         "rows into a larger table."
     )
     sizes = [_size_line(data, size, memory) for size in data.sizes]
     seed = (
-        "The seed's sizes were relative to RAM (16 GB, shared_buffers 4 GB), so its 10× case "
+        "The post's sizes were relative to RAM (16 GB, shared_buffers 4 GB), so its 10× case "
         "read from an SSD; compare the direction of the effects, not their size."
     )
     return [head, *sizes, _ram_line(data, run.machine.get("memory_bytes")), seed]

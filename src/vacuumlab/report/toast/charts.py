@@ -23,7 +23,7 @@ from vacuumlab.studies.toast_spec import (
 
 CHARTS = {
     "sizes": ("Sizes: heap and TOAST", "sizes.png"),
-    "timings": ("Timings beside the seed's", "timings.png"),
+    "timings": ("Timings beside the post's", "timings.png"),
     "work": ("The work behind the timings", "work.png"),
     "timeline": ("Lock timeline of the parallel experiment", "timeline.png"),
 }
@@ -130,8 +130,8 @@ _CAPTIONS = {
     "bar, hatched): heap in blue, TOAST in orange, medians of the repetitions. Look at where "
     "the bytes are: out of line, the heap is a thin list of pointers and the UPDATE doubles "
     "only that; in line, the heap is the whole table and the UPDATE doubles all of it. The "
-    "seed's figures, for 500,000 rows, are on the right.",
-    "timings": "Median seconds of each step, on a log scale; the seed's published seconds on "
+    "post's figures, for 500,000 rows, are on the right.",
+    "timings": "Median seconds of each step, on a log scale; the post's published seconds on "
     "the right. Compare the ratios between storages, not the seconds: the row count, the "
     "machine and the cache differ.",
     "work": "What the timings are made of: the WAL the UPDATE wrote (every new row version, "

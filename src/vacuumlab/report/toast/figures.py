@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from vacuumlab.report.charts import BAR_FIGSIZE, POST_COLOR, STYLE, legend_below, no_data
+from vacuumlab.studies.toast_spec import PUBLICATION
 
 HEAP_COLOR = "#1f77b4"
 TOAST_COLOR = "#ff7f0e"
@@ -60,13 +61,13 @@ class SizeBar:
 
 
 def sizes_chart(measured: Sequence[SizeBar], published: Sequence[SizeBar]) -> Figure:
-    """Stacked heap + TOAST bars, loaded and after the UPDATE, for each table; the seed's on
+    """Stacked heap + TOAST bars, loaded and after the UPDATE, for each table; the post's on
     a panel of its own (another row count: compare shapes, not heights)."""
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=BAR_FIGSIZE, layout="constrained")
         here, seed = fig.subplots(1, 2, width_ratios=[max(len(measured), 1), 2])
         _size_panel(here, measured, "measured here")
-        _size_panel(seed, published, "seed 003, 500,000 rows")
+        _size_panel(seed, published, f"{PUBLICATION.short()}, 500,000 rows")
         here.set_ylabel("MB")
         legend_below(
             fig,
@@ -119,7 +120,7 @@ def timings_chart(
     measured: Sequence[TimingBars], published: Mapping[str, tuple[float, float, float]]
 ) -> Figure:
     """Seconds per step and table on a log scale (they span three orders of magnitude); the
-    seed's extended and main figures on a panel of their own."""
+    post's extended and main figures on a panel of their own."""
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=BAR_FIGSIZE, layout="constrained")
         here, seed = fig.subplots(1, 2, width_ratios=[3, 2])
@@ -130,7 +131,7 @@ def timings_chart(
             TimingBars(label, label, 0, values) for label, values in sorted(published.items())
         ]
         _grouped(seed, SEED_STEPS, seed_bars)
-        seed.set_title("seed 003, 500,000 rows")
+        seed.set_title(f"{PUBLICATION.short()}, 500,000 rows")
         handles: list[Any] = [
             Patch(color=variant_color(b.storage, b.rank), label=b.label) for b in measured
         ]

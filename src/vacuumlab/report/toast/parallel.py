@@ -137,14 +137,14 @@ def parallel_note(data: Data, timelines: Mapping[str, Timeline]) -> list[str]:
             "A table's VACUUM takes a ShareUpdateExclusiveLock on its TOAST relation when it "
             "gets there (vacuum.c, vacuum_rel), and that lock conflicts with itself: so the table "
             "session, done with the heap, queues behind the TOAST session until it commits. "
-            "That is the seed's wait."
+            "That is the post's wait."
         )
         if not any("stopping truncate" in x for _, _, x in overlapping.notices):
             notes.append(
-                "Unlike the seed, the TOAST session still truncated its relation while the table "
+                "Unlike the post, the TOAST session still truncated its relation while the table "
                 "session was queued: on the server of this run a conditional lock request "
                 "from a backend that already holds a lock the queued waiter needs is granted at "
-                "once, ahead of that waiter (proc.c, JoinWaitQueue). The seed's older server "
+                "once, ahead of that waiter (proc.c, JoinWaitQueue). The post's older server "
                 "refused it, retried for 5 s (VACUUM_TRUNCATE_LOCK_TIMEOUT) and gave up."
             )
     return notes

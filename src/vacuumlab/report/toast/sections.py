@@ -45,6 +45,7 @@ from vacuumlab.studies.toast_spec import (
     ARMS,
     DEFAULT_TOAST_TUPLE_TARGET,
     PLAIN_MAX_WIDTH,
+    PUBLICATION,
     PUBLISHED,
     PUBLISHED_ROWS,
     rel_metric,
@@ -133,6 +134,7 @@ def _header(run: Run, data: Data, unreadable: Sequence[str]) -> Header:
     counts = ("tables measured", str(tables)), ("parallel arms measured", str(arms_measured))
     return header(
         run,
+        PUBLICATION,
         _notices(run, data, unreadable),
         overview(run, *counts),
         param_rows(run.params, PARAM_LABELS),
@@ -289,7 +291,7 @@ def _freeze_note(storage: Mapping[Variant, list[Rep]], checksums: str | None) ->
         else "."
     )
     seed = (
-        "The seed's VACUUM FREEZE ran after its VACUUM too, yet took longer than it: its server "
+        "The post's VACUUM FREEZE ran after its VACUUM too, yet took longer than it: its server "
         "(2021) froze only tuples older than vacuum_freeze_min_age, so the FREEZE still had "
         "every live tuple to freeze: 1302 MB either way, in the TOAST relation for extended, "
         "in the heap for main, hence its two nearly equal figures. (a) is the nearest "
@@ -337,7 +339,7 @@ def _autovacuum_rows(storage: Mapping[Variant, list[Rep]]) -> list[TableRow]:
 def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
     width = run.params.get("width")
     seed = (
-        f"The seed's 1302 MB for {PUBLISHED_ROWS:,} rows, in line and out of line alike, means "
+        f"The post's 1302 MB for {PUBLISHED_ROWS:,} rows, in line and out of line alike, means "
         "three rows per 8 kB page: values of about 2.0 to 2.6 kB (the paper preset uses 2,600 "
         "bytes)."
     )

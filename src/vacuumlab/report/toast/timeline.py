@@ -12,7 +12,7 @@ from vacuumlab.store import Metric
 
 ARM_TITLES = {
     "sequential": "sequential: one VACUUM of the table, heap then TOAST",
-    "overlapping": "overlapping: the TOAST relation by name, and the whole table (the seed's)",
+    "overlapping": "overlapping: the TOAST relation by name, and the whole table (the post's)",
     "separate": "separate: the TOAST relation by name, and the table with PROCESS_TOAST false",
 }
 ROLE_NAMES = {"toast": "TOAST session", "table": "table session"}
