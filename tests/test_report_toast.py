@@ -186,7 +186,7 @@ def test_who_waited_for_whom(default: tuple[str, Path]) -> None:
     assert "Neither session was sampled waiting for a lock held by the other." in separate
     assert "One session: nobody to wait for." in element(html, 'id="arm-sequential"', "</div>")
     note = element(html, 'id="parallel-note"', "</div>")
-    assert "That is the seed&#39;s wait." in note
+    assert "That is the post&#39;s wait." in note
     assert "Side by side saves at most the shorter of the two" in note
     assert "JoinWaitQueue" in note
     parallel = table(html, "parallel-table")

@@ -10,7 +10,7 @@ gives the same page.
 from __future__ import annotations
 
 from vacuumlab.records.advice import Advice
-from vacuumlab.report.advice_md import (
+from vacuumlab.report.advice_view import (
     NOTE_COLUMNS,
     NOTHING_TO_CHANGE,
     RATE_COLUMNS,

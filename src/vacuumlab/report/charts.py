@@ -1,4 +1,5 @@
-"""Charts of the churn report: pure functions from plain data to a matplotlib `Figure`.
+"""What every report's charts share: the style, colours and sizes, the helpers that draw
+error bars, published figures and legends, and the SVG and PNG output.
 
 No pyplot: every figure is a `matplotlib.figure.Figure` of its own, so there is no global
 figure registry to leak into and nothing to close, and the functions are safe in any
@@ -12,20 +13,14 @@ import io
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import matplotlib as mpl
 import numpy as np
 import numpy.typing as npt
-from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-from matplotlib.ticker import EngFormatter, MaxNLocator
 from matplotlib.typing import RcKeyType
 
 #: (t, value) samples, t in seconds; a None value is a gap.
@@ -44,20 +39,21 @@ STYLE: dict[RcKeyType, Any] = {
     "grid.linewidth": 0.6,
 }
 
-P50_COLOR = "#1f77b4"
-P99_COLOR = "#d62728"
-TPS_COLOR = "#2ca02c"
-DEAD_COLOR = "#7f7f7f"
-VACUUM_COLOR = "#ff7f0e"
-WARMUP_COLOR = "#bbbbbb"
+#: The published figures, wherever a chart shows them.
 POST_COLOR = "#9467bd"
 
-STEP_FIGSIZE = (10.0, 5.6)
-COMPARISON_FIGSIZE = (10.0, 6.4)
+#: Every report's figure sizes, in inches: one width, so the pages line up.
+WIDTH = 10.0
+STEP_FIGSIZE = (WIDTH, 5.6)
+COMPARISON_FIGSIZE = (WIDTH, 6.4)
+FIGSIZE = (WIDTH, 5.2)
+WIDE_FIGSIZE = (WIDTH, 4.6)
+BAR_FIGSIZE = (WIDTH, 4.8)
+PANELS_HEIGHT = 4.2
 PNG_DPI = 110
 
 
-def _arrays(samples: Samples) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+def arrays(samples: Samples) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Times and values; a None value becomes NaN, which matplotlib draws as a gap."""
     t = np.fromiter((s[0] for s in samples), dtype=np.float64, count=len(samples))
     v = np.fromiter(
@@ -70,132 +66,12 @@ def no_data(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="#666666")
 
 
-def step_chart(
-    title: str,
-    *,
-    latency_p50: Samples,
-    latency_p99: Samples,
-    tps: Samples,
-    dead_tuples: Samples,
-    autovacuums: Samples,
-    warmup_s: float | None = None,
-) -> Figure:
-    """One step over time: latency p50/p99 with dead tuples (top), TPS (bottom).
-
-    `autovacuums` holds one (start, duration) per autovacuum run; each is shaded as a span
-    on both panels (a run of unknown or zero duration as a line). The warm-up, excluded from
-    the step's metrics, is hatched grey.
-    """
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=STEP_FIGSIZE, layout="constrained")
-        lat_ax, tps_ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [2.2, 1.0]})
-        dead_ax = lat_ax.twinx()
-        dead_ax.grid(False)
-        dead_ax.spines["top"].set_visible(False)
-        # Latency lines above the dead-tuple curve of the twin axis.
-        lat_ax.set_zorder(dead_ax.get_zorder() + 1)
-        lat_ax.patch.set_visible(False)
-
-        t_end = 0.0
-        for samples in (latency_p50, latency_p99, tps, dead_tuples):
-            if samples:
-                t_end = max(t_end, float(samples[-1][0]))
-        for start, duration in autovacuums:
-            t_end = max(t_end, start + (duration or 0.0))
-
-        handles: list[Any] = []
-        if warmup_s:
-            for ax in (lat_ax, tps_ax):
-                ax.axvspan(
-                    0.0,
-                    warmup_s,
-                    facecolor="none",
-                    edgecolor=WARMUP_COLOR,
-                    hatch="///",
-                    linewidth=0.0,
-                    zorder=0,
-                )
-            handles.append(
-                Patch(
-                    facecolor="none",
-                    edgecolor=WARMUP_COLOR,
-                    hatch="///",
-                    label="warm-up (excluded)",
-                )
-            )
-        for start, duration in autovacuums:
-            for ax in (lat_ax, tps_ax):
-                if duration:
-                    ax.axvspan(
-                        start,
-                        start + duration,
-                        color=VACUUM_COLOR,
-                        alpha=0.22,
-                        linewidth=0.0,
-                        zorder=0,
-                    )
-                else:
-                    ax.axvline(start, color=VACUUM_COLOR, alpha=0.6, linewidth=1.0, zorder=0)
-        if autovacuums:
-            handles.append(Patch(color=VACUUM_COLOR, alpha=0.3, label="autovacuum running"))
-
-        if dead_tuples:
-            t, v = _arrays(dead_tuples)
-            dead_ax.fill_between(t, v, color=DEAD_COLOR, alpha=0.12, linewidth=0.0)
-            dead_ax.plot(t, v, color=DEAD_COLOR, linewidth=1.0)
-            dead_ax.set_ylim(bottom=0)
-            handles.append(Line2D([], [], color=DEAD_COLOR, label="n_dead_tup (right axis)"))
-        dead_ax.set_ylabel("dead tuples", color=DEAD_COLOR)
-        dead_ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-        dead_ax.tick_params(axis="y", colors=DEAD_COLOR)
-
-        for samples, label, color, width in (
-            (latency_p99, "latency p99", P99_COLOR, 1.1),
-            (latency_p50, "latency p50", P50_COLOR, 1.3),
-        ):
-            if samples:
-                t, v = _arrays(samples)
-                lat_ax.plot(t, v, color=color, linewidth=width, label=label)
-                handles.insert(0, Line2D([], [], color=color, linewidth=width, label=label))
-        if latency_p50 or latency_p99:
-            lat_ax.set_ylim(bottom=0)
-        else:
-            no_data(lat_ax, "no per-second latency recorded")
-        lat_ax.set_ylabel("latency (ms)")
-
-        if tps:
-            t, v = _arrays(tps)
-            tps_ax.plot(t, v, color=TPS_COLOR, linewidth=1.1)
-            tps_ax.set_ylim(bottom=0)
-        else:
-            no_data(tps_ax, "no per-second TPS recorded")
-        tps_ax.set_ylabel("TPS")
-        tps_ax.set_xlabel("seconds since the step's load started")
-        tps_ax.set_xlim(0.0, max(t_end, 1.0))
-
-        fig.suptitle(title, fontsize=11, fontweight="bold", parse_math=False)
-        if handles:
-            # Below the plot: above it, the legend would collide with the title.
-            fig.legend(
-                handles=handles, loc="outside lower center", ncols=len(handles), frameon=False
-            )
-    return fig
-
-
-@dataclass(frozen=True, slots=True)
-class StepResult:
-    """The figures of one step (one repetition) that the comparison chart shows."""
-
-    step: int
-    repetition: int
-    latency_mean_ms: float | None = None
-    latency_mean_ci_low: float | None = None
-    latency_mean_ci_high: float | None = None
-    latency_stddev_ms: float | None = None
-    tps: float | None = None
-    tps_ci_low: float | None = None
-    tps_ci_high: float | None = None
-    dead_tuples_peak: float | None = None
+def legend_below(fig: Figure, handles: Sequence[Any], most: int | None = None) -> None:
+    """The legend in one row below the panels (at most `most` to a row): above them, it would
+    collide with the title."""
+    if handles:
+        ncols = len(handles) if most is None else min(len(handles), most)
+        fig.legend(handles=handles, loc="outside lower center", ncols=ncols, frameon=False)
 
 
 def with_ci(
@@ -262,102 +138,6 @@ def published_axis(
     right.set_ylabel(f"post ({unit})", color=POST_COLOR)
     right.tick_params(axis="y", colors=POST_COLOR)
     return right
-
-
-def _rep_color(k: int) -> str:
-    return to_hex(colormaps["tab10"](k % 10))
-
-
-def _rep_label(rep: int, count: int) -> str:
-    return "measured" if count == 1 else f"repetition {rep + 1}"
-
-
-def comparison_chart(
-    results: Sequence[StepResult],
-    *,
-    published_latency_ms: Mapping[int, float],
-    published_stddev_ms: Mapping[int, float],
-    published_tps: Mapping[int, float],
-) -> Figure:
-    """Small multiples across steps: mean latency (95 % CI), stddev, TPS (95 % CI), peak dead
-    tuples. Repetitions are drawn side by side, slightly offset; the post's published figures,
-    where given, on a right axis of their own."""
-    steps = sorted({r.step for r in results})
-    reps = sorted({r.repetition for r in results})
-    with mpl.rc_context(STYLE):
-        fig = Figure(figsize=COMPARISON_FIGSIZE, layout="constrained")
-        axes = fig.subplots(2, 2, sharex=True)
-        (lat_ax, sd_ax), (tps_ax, dead_ax) = axes
-        any_post = False
-        # Each panel: the metric and, where it has one, its 95 % interval.
-        panels = (
-            (lat_ax, "latency_mean_ms", "latency_mean_ci_low", "latency_mean_ci_high"),
-            (sd_ax, "latency_stddev_ms", None, None),
-            (tps_ax, "tps", "tps_ci_low", "tps_ci_high"),
-            (dead_ax, "dead_tuples_peak", None, None),
-        )
-        for k, rep in enumerate(reps):
-            rows = sorted((r for r in results if r.repetition == rep), key=lambda r: r.step)
-            offset = (k - (len(reps) - 1) / 2) * 0.12
-            xs = [r.step + offset for r in rows]
-            hex_color = _rep_color(k)
-            label = _rep_label(rep, len(reps))
-            for ax, value, low, high in panels:
-                with_ci(
-                    ax,
-                    xs,
-                    [getattr(r, value) for r in rows],
-                    [getattr(r, low) if low else None for r in rows],
-                    [getattr(r, high) if high else None for r in rows],
-                    color=hex_color,
-                    label=label,
-                )
-        for ax, values, unit in (
-            (lat_ax, published_latency_ms, "ms"),
-            (sd_ax, published_stddev_ms, "ms"),
-            (tps_ax, published_tps, "TPS"),
-        ):
-            any_post = published_axis(ax, values, steps, unit) is not None or any_post
-
-        lat_ax.set_title("mean latency, 95 % CI")
-        lat_ax.set_ylabel("ms")
-        sd_ax.set_title("latency standard deviation")
-        sd_ax.set_ylabel("ms")
-        tps_ax.set_title("throughput, 95 % CI")
-        tps_ax.set_ylabel("TPS")
-        dead_ax.set_title("dead-tuple peak")
-        dead_ax.set_ylabel("dead tuples")
-        dead_ax.yaxis.set_major_formatter(EngFormatter(sep=""))
-        for ax in (tps_ax, dead_ax):
-            ax.set_xlabel("step")
-        for ax in (lat_ax, sd_ax, tps_ax, dead_ax):
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            if steps:
-                ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
-            if not ax.has_data():
-                no_data(ax, "not recorded")
-
-        handles: list[Any] = []
-        for k, rep in enumerate(reps):
-            label = _rep_label(rep, len(reps))
-            handles.append(
-                Line2D([], [], color=_rep_color(k), marker="o", markersize=4, label=label)
-            )
-        if any_post:
-            handles.append(
-                Line2D(
-                    [],
-                    [],
-                    color=POST_COLOR,
-                    marker="s",
-                    markerfacecolor="white",
-                    linestyle="--",
-                    markersize=4,
-                    label="published in the post (right axis)",
-                )
-            )
-        fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), frameon=False)
-    return fig
 
 
 _COMMENT = re.compile(r"<!--.*?-->\n?", re.DOTALL)

@@ -1,5 +1,5 @@
-"""What the reports share: the template environment, the formatting of store values, and
-writing a chart's PNG. Pure: it reads values, never a server."""
+"""What the reports share: the template environment and the formatting of store values.
+Pure: it reads values, never a server; and light, it loads no plotting library."""
 
 from __future__ import annotations
 
@@ -7,16 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
-from matplotlib.figure import Figure
 
-from vacuumlab.errors import VacuumlabError
-from vacuumlab.report import charts
-from vacuumlab.store import Metric, Point, Run, Store
+from vacuumlab.store import Metric
 
 #: What a table shows for a value that was not measured.
 DASH = "—"
@@ -88,43 +83,6 @@ def environment() -> Environment:
     )
 
 
-def write_png(fig: Figure, path: Path) -> None:
-    try:
-        charts.save_png(fig, path)
-    except OSError as exc:
-        raise VacuumlabError(f"{path}: cannot write: {exc.strerror or exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    """A chart as a report shows it: inline SVG (ours, so marked safe) and its PNG beside it."""
-
-    key: str
-    chart_id: str
-    title: str
-    svg: Markup
-    png: str
-    caption: str
-
-
-def study_run(
-    store: Store, run_id: int, study: str, *, unit: str = "points"
-) -> tuple[Run, list[Point]]:
-    """The run and its points, or a one-line error when it is another study's or has none."""
-    run = store.run(run_id)
-    if run.study != study:
-        raise VacuumlabError(
-            f"run {run_id} is a {run.study!r} run, not a {study!r} run; this report is for "
-            f"{study} runs only"
-        )
-    points = store.points(run_id)
-    if not points:
-        raise VacuumlabError(
-            f"run {run_id} has no recorded {unit} yet (status {run.status}); nothing to report"
-        )
-    return run, points
-
-
 def count(value: float | None) -> str:
     """A count with thousands separators, rounded."""
     return DASH if value is None else f"{value:,.0f}"
@@ -138,3 +96,10 @@ def percent(value: float | None) -> str:
 def times(value: float | None) -> str:
     """A ratio: ``3.8×``."""
     return DASH if value is None else f"{value:.1f}×"
+
+
+def format_seconds(value: float) -> str:
+    """Seconds with two decimals below 10, one below 1000, none above."""
+    if abs(value) < 10:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"

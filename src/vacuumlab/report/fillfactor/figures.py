@@ -1,7 +1,7 @@
 """Charts of the fillfactor report: pure functions from plain data to a matplotlib `Figure`.
 
 Every chart is the same shape: panels with the fillfactor on the x axis (100 on the left, as in
-the seed's table, so reading rightwards lowers the fillfactor) and one line per data size.
+the published table, so reading rightwards lowers the fillfactor) and one line per data size.
 They reuse `vacuumlab.report.charts` (style, `with_ci`, `no_data`); `charts.svg_markup` and
 `charts.save_png` turn them into the report's deterministic SVG and PNG.
 """
@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from vacuumlab.report.charts import STYLE, no_data, with_ci
+from vacuumlab.report.charts import PANELS_HEIGHT, STYLE, WIDTH, legend_below, no_data, with_ci
 
 #: One colour per size, from small to large data: blue, orange, red; others grey.
 SIZE_COLORS = {"fits": "#1f77b4", "2x": "#ff7f0e", "10x": "#d62728"}
@@ -50,10 +50,10 @@ def size_color(size: str) -> str:
     return SIZE_COLORS.get(size, OTHER_COLOR)
 
 
-def panels_chart(panels: Sequence[Panel], *, width: float = 10.0) -> Figure:
+def panels_chart(panels: Sequence[Panel], *, width: float = WIDTH) -> Figure:
     """The panels side by side, sharing the sizes' legend below them."""
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=(width, 4.2), layout="constrained")
+        fig = Figure(figsize=(width, PANELS_HEIGHT), layout="constrained")
         axes = fig.subplots(1, len(panels), squeeze=False)[0]
         for ax, panel in zip(axes, panels, strict=True):
             _panel(ax, panel)
@@ -99,5 +99,4 @@ def _legend(fig: Figure, lines: Sequence[Line]) -> None:
         Line2D([], [], color=size_color(size), marker="o", markersize=4, label=label)
         for size, label in seen.items()
     ]
-    if handles:
-        fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
+    legend_below(fig, handles)

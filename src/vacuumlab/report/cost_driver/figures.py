@@ -1,4 +1,4 @@
-"""Charts of the cost-driver report: pure functions from plain data to a matplotlib `Figure`.
+"""Figures of the cost-driver report: pure functions from plain data to a matplotlib `Figure`.
 
 They follow `vacuumlab.report.charts` and reuse its style and helpers: no pyplot, a figure of
 their own each, constrained layout. `charts.svg_markup` and `charts.save_png` turn them into
@@ -21,9 +21,20 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from vacuumlab.report.charts import POST_COLOR, STYLE, no_data, published_axis, with_ci
+from vacuumlab.report.charts import (
+    FIGSIZE,
+    POST_COLOR,
+    STYLE,
+    WIDE_FIGSIZE,
+    legend_below,
+    no_data,
+    published_axis,
+    with_ci,
+)
+from vacuumlab.report.common import format_seconds
+from vacuumlab.studies.cost_driver_spec import PUBLICATION
 
-#: The seed's two distributions first, in this order; any other after them, by name.
+#: The published distributions first, in this order; any other after them, by name.
 KNOWN_DISTRIBUTIONS = ("compact", "spread")
 _DISTRIBUTION_COLORS = {"compact": "#1f77b4", "spread": "#ff7f0e"}
 _DISTRIBUTION_MAPS = {"compact": "Blues", "spread": "Oranges"}
@@ -37,9 +48,6 @@ WRITERS = (
     ("writes_bgwriter_pages", "background writer", "#2ca02c"),
     ("writes_other_pages", "other backends", "#7f7f7f"),
 )
-
-FIGSIZE = (10.0, 5.2)
-WIDE_FIGSIZE = (10.0, 4.6)
 
 
 def distribution_order(names: Iterable[str]) -> list[str]:
@@ -67,13 +75,6 @@ def _shade(distribution: str, rank: int, count: int) -> str:
         cmap = _OTHER_MAPS[sum(distribution.encode()) % len(_OTHER_MAPS)]
     level = 0.45 + 0.5 * (rank / (count - 1) if count > 1 else 1.0)
     return to_hex(colormaps[cmap](level))
-
-
-def _legend_below(fig: Figure, handles: Sequence[Any]) -> None:
-    if handles:
-        fig.legend(
-            handles=handles, loc="outside lower center", ncols=min(len(handles), 6), frameon=False
-        )
 
 
 # -- a. duration against dirty pages -------------------------------------------------------
@@ -124,7 +125,7 @@ def dirty_chart(points: Sequence[DirtyPoint]) -> Figure:
             Line2D([], [], color="#555555", marker=_marker(k), linestyle="", label=f"{k} idx")
             for k in index_counts
         ]
-        _legend_below(fig, handles)
+        legend_below(fig, handles, 6)
     return fig
 
 
@@ -145,7 +146,7 @@ class IndexLine:
 
 def index_chart(lines: Sequence[IndexLine], published: Mapping[int, float]) -> Figure:
     """One line per distribution × dead share: median with IQR error bars, by index count;
-    the seed's published series on a right axis of its own."""
+    the post's published series on a right axis of its own."""
     index_counts = sorted({k for line in lines for k in line.indexes})
     with mpl.rc_context(STYLE):
         fig = Figure(figsize=FIGSIZE, layout="constrained")
@@ -166,7 +167,7 @@ def index_chart(lines: Sequence[IndexLine], published: Mapping[int, float]) -> F
         seed_ax = published_axis(ax, published, index_counts, "s")
         if seed_ax is not None:
             seed_ax.set_ylim(bottom=0)  # from 0 like the left axis, so the slopes compare
-            seed_ax.set_ylabel("seed 001, 10M rows (s)", color=POST_COLOR)
+            seed_ax.set_ylabel(f"{PUBLICATION.short()}, 10M rows (s)", color=POST_COLOR)
             handles.append(_published_handle())
         if ax.has_data():
             ax.set_ylim(bottom=0)
@@ -189,7 +190,7 @@ def _published_handle() -> Line2D:
         markerfacecolor="white",
         linestyle="--",
         markersize=4,
-        label="seed 001, compact 50 % (right axis)",
+        label=f"{PUBLICATION.short()}, compact 50 % (right axis)",
     )
 
 
@@ -247,13 +248,6 @@ def _draw_cells(fig: Figure, ax: Axes, grid: np.ndarray[Any, np.dtype[np.float64
         )
 
 
-def format_seconds(value: float) -> str:
-    """Seconds with two decimals below 10, one below 1000, none above."""
-    if abs(value) < 10:
-        return f"{value:.2f}"
-    return f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
-
-
 # -- d. who wrote the pages ----------------------------------------------------------------
 
 
@@ -277,7 +271,7 @@ def writers_chart(panels: Sequence[WriterPanel]) -> Figure:
         if not panels:
             no_data(axes[0], "no autovacuum run recorded")
         axes[0].set_ylabel("pages written (median)")
-        _legend_below(fig, [Patch(color=c, label=label) for _, label, c in WRITERS])
+        legend_below(fig, [Patch(color=c, label=label) for _, label, c in WRITERS], 6)
     return fig
 
 
@@ -330,7 +324,7 @@ def prediction_chart(durations: Sequence[Pair], delays: Sequence[Pair]) -> Figur
         shown = distribution_order(p.distribution for p in [*durations, *delays])
         handles: list[Any] = [Patch(color=distribution_color(d), label=d) for d in shown]
         handles.append(Line2D([], [], color="#444444", linestyle="--", label="y = x"))
-        _legend_below(fig, handles)
+        legend_below(fig, handles, 6)
     return fig
 
 

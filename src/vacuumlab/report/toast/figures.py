@@ -1,4 +1,4 @@
-"""Charts of the TOAST report: pure functions from plain data to a matplotlib `Figure`.
+"""Figures of the TOAST report: pure functions from plain data to a matplotlib `Figure`.
 
 They follow `vacuumlab.report.charts`: no pyplot, a figure of their own each, constrained
 layout, its style; `charts.svg_markup` and `charts.save_png` make the report's deterministic
@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from vacuumlab.report.charts import POST_COLOR, STYLE, no_data
+from vacuumlab.report.charts import BAR_FIGSIZE, POST_COLOR, STYLE, legend_below, no_data
+from vacuumlab.studies.toast_spec import PUBLICATION
 
 HEAP_COLOR = "#1f77b4"
 TOAST_COLOR = "#ff7f0e"
@@ -33,7 +34,6 @@ CATEGORIES = (
     ("truncate-wait", "retrying the truncation lock (VacuumTruncate)", "#fd8d3c"),
     ("lock", "waiting for a lock", "#d62728"),
 )
-FIGSIZE = (10.0, 4.8)
 
 
 def variant_color(storage: str, rank: int = 0) -> str:
@@ -44,13 +44,6 @@ def variant_color(storage: str, rank: int = 0) -> str:
     if rank == 0:
         return base
     return to_hex(colormaps["Blues"](max(0.75 - 0.2 * rank, 0.3)))
-
-
-def _legend_below(fig: Figure, handles: Sequence[Any]) -> None:
-    if handles:
-        fig.legend(
-            handles=handles, loc="outside lower center", ncols=min(len(handles), 5), frameon=False
-        )
 
 
 # -- sizes ---------------------------------------------------------------------------------
@@ -68,21 +61,22 @@ class SizeBar:
 
 
 def sizes_chart(measured: Sequence[SizeBar], published: Sequence[SizeBar]) -> Figure:
-    """Stacked heap + TOAST bars, loaded and after the UPDATE, for each table; the seed's on
+    """Stacked heap + TOAST bars, loaded and after the UPDATE, for each table; the post's on
     a panel of its own (another row count: compare shapes, not heights)."""
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=FIGSIZE, layout="constrained")
+        fig = Figure(figsize=BAR_FIGSIZE, layout="constrained")
         here, seed = fig.subplots(1, 2, width_ratios=[max(len(measured), 1), 2])
         _size_panel(here, measured, "measured here")
-        _size_panel(seed, published, "seed 003, 500,000 rows")
+        _size_panel(seed, published, f"{PUBLICATION.short()}, 500,000 rows")
         here.set_ylabel("MB")
-        _legend_below(
+        legend_below(
             fig,
             [
                 Patch(color=HEAP_COLOR, label="heap"),
                 Patch(color=TOAST_COLOR, label="TOAST"),
                 Patch(facecolor="white", edgecolor="#555555", hatch="///", label="after UPDATE"),
             ],
+            5,
         )
     return fig
 
@@ -126,9 +120,9 @@ def timings_chart(
     measured: Sequence[TimingBars], published: Mapping[str, tuple[float, float, float]]
 ) -> Figure:
     """Seconds per step and table on a log scale (they span three orders of magnitude); the
-    seed's extended and main figures on a panel of their own."""
+    post's extended and main figures on a panel of their own."""
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=FIGSIZE, layout="constrained")
+        fig = Figure(figsize=BAR_FIGSIZE, layout="constrained")
         here, seed = fig.subplots(1, 2, width_ratios=[3, 2])
         _grouped(here, STEPS, measured)
         here.set_title("measured here")
@@ -137,11 +131,11 @@ def timings_chart(
             TimingBars(label, label, 0, values) for label, values in sorted(published.items())
         ]
         _grouped(seed, SEED_STEPS, seed_bars)
-        seed.set_title("seed 003, 500,000 rows")
+        seed.set_title(f"{PUBLICATION.short()}, 500,000 rows")
         handles: list[Any] = [
             Patch(color=variant_color(b.storage, b.rank), label=b.label) for b in measured
         ]
-        _legend_below(fig, handles)
+        legend_below(fig, handles, 5)
     return fig
 
 
@@ -181,7 +175,7 @@ class WorkBars:
 def work_chart(bars: Sequence[WorkBars]) -> Figure:
     """Left: the WAL the UPDATE wrote. Right: pages the VACUUM scanned, heap and TOAST."""
     with mpl.rc_context(STYLE):
-        fig = Figure(figsize=FIGSIZE, layout="constrained")
+        fig = Figure(figsize=BAR_FIGSIZE, layout="constrained")
         wal, pages = fig.subplots(1, 2)
         if not bars:
             no_data(wal, "no table measured")
@@ -199,8 +193,8 @@ def work_chart(bars: Sequence[WorkBars]) -> Figure:
         pages.set_ylabel("8 kB pages")
         for ax in (wal, pages):
             ax.set_xticks(x, labels=labels, rotation=20, ha="right")
-        _legend_below(
-            fig, [Patch(color=HEAP_COLOR, label="heap"), Patch(color=TOAST_COLOR, label="TOAST")]
+        legend_below(
+            fig, [Patch(color=HEAP_COLOR, label="heap"), Patch(color=TOAST_COLOR, label="TOAST")], 5
         )
     return fig
 
@@ -260,7 +254,7 @@ def timeline_chart(arms: Sequence[ArmTimeline]) -> Figure:
                 [], [], color=_MARKS["truncated"][1], marker="v", linestyle="", label="truncated"
             )
         )
-        _legend_below(fig, handles)
+        legend_below(fig, handles, 5)
     return fig
 
 

@@ -1,0 +1,38 @@
+"""The churn report: one self-contained HTML file, and a PNG per chart, from the store alone.
+
+`render_churn_report` reads a churn run (its parameters, points, metrics and series) from the
+results store and nothing else: no server, no pgbench logs. Its output depends only on the
+store's contents, so rendering the same run twice gives byte-identical files.
+
+The HTML has no JavaScript and loads nothing: the charts are inline SVG and the CSS is in the
+page. Every string that came from the store is escaped by Jinja2's autoescaping; the only
+markup inserted unescaped is the SVG that the charts generated.
+
+`data` reads the run's steps, `sections` builds the tables and the view model, `charts` and
+`figures` draw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vacuumlab.report.churn.sections import build_report
+from vacuumlab.report.page import REPORT_FILE, render_run
+from vacuumlab.store import Store
+from vacuumlab.studies.churn_spec import STUDY
+
+__all__ = ["REPORT_FILE", "build_report", "render", "render_churn_report"]
+
+
+def render(store: Store, run_id: int, out_dir: Path) -> Path:
+    """Render churn run `run_id` to `out_dir/report.html` (one self-contained file) plus one
+    PNG per chart (`step-N.png`, `comparison.png`); return the HTML's path.
+
+    Reads only the store. Raises VacuumlabError if the run does not exist, is not a churn run,
+    has no points, or the files cannot be written.
+    """
+    return render_run(store, run_id, out_dir, study=STUDY, build=build_report, unit="steps")
+
+
+#: The name the CLI imports today.
+render_churn_report = render

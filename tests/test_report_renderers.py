@@ -1,0 +1,147 @@
+"""RENDERERS: every study's run renders through the registry, from the store alone; and the
+report package stays on its side of the layers."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import cast
+
+import pytest
+from markupsafe import escape
+from rich.console import Console
+
+from cost_driver_fixtures import make_cost_driver_run
+from fillfactor_fixtures import make_fillfactor_run
+from report_fixtures import make_churn_run
+from test_report_advice import full_advice
+from toast_fixtures import make_toast_run
+from vacuumlab.report import RENDERERS, advice_text
+from vacuumlab.report.advice_html import render_html
+from vacuumlab.report.advice_md import render_markdown
+from vacuumlab.report.churn_text import summary_table
+from vacuumlab.store import Store
+from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
+
+SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec)
+MAKERS: dict[str, Callable[[Store], int]] = {
+    churn_spec.STUDY: lambda s: make_churn_run(s, steps=2),
+    cost_driver_spec.STUDY: lambda s: make_cost_driver_run(s, repeat=1, manual=True),
+    fillfactor_spec.STUDY: lambda s: make_fillfactor_run(s, repeat=2),
+    toast_spec.STUDY: lambda s: make_toast_run(s),
+}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """Every study's fixture run, rendered through RENDERERS."""
+    root = tmp_path_factory.mktemp("renderers")
+    with Store.open(root / "r.sqlite") as store:
+        yield {
+            study: RENDERERS[study](store, make(store), root / study)
+            for study, make in MAKERS.items()
+        }
+
+
+def test_every_study_has_a_renderer() -> None:
+    assert set(RENDERERS) == {spec.STUDY for spec in SPECS}
+
+
+def test_each_study_renders_through_the_registry(pages: dict[str, Path]) -> None:
+    for study, path in pages.items():
+        assert path.name == "report.html", study
+        html = path.read_text(encoding="utf-8")
+        assert html.startswith("<!DOCTYPE html>"), study
+        assert "<svg" in html, study
+        assert list(path.parent.glob("*.png")), study
+
+
+def test_the_registry_refuses_another_studys_run(tmp_path: Path) -> None:
+    from vacuumlab.errors import VacuumlabError
+
+    with Store.open(tmp_path / "r.sqlite") as store:
+        run_id = make_churn_run(store, steps=1)
+        with pytest.raises(VacuumlabError, match="not a 'toast' run"):
+            RENDERERS["toast"](store, run_id, tmp_path / "out")
+
+
+REPORT_MODULES = (
+    "vacuumlab.report",
+    "vacuumlab.report.page",
+    "vacuumlab.report.common",
+    "vacuumlab.report.charts",
+    "vacuumlab.report.churn",
+    "vacuumlab.report.cost_driver",
+    "vacuumlab.report.fillfactor",
+    "vacuumlab.report.toast",
+    "vacuumlab.report.advice_md",
+    "vacuumlab.report.advice_html",
+    "vacuumlab.report.advice_text",
+    "vacuumlab.report.churn_text",
+    "vacuumlab.report.snapshot_text",
+)
+FORBIDDEN = ("psycopg", "vacuumlab.pg", "vacuumlab.lab", "vacuumlab.cli", "vacuumlab.advise")
+
+
+def loaded_by(module: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after importing `module`."""
+    code = f"import sys, {module}; print('\\n'.join(sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    return set(out.split())
+
+
+def test_report_modules_load_no_driver_no_lab_and_no_study_but_its_spec() -> None:
+    for module in REPORT_MODULES:
+        loaded = loaded_by(module)
+        bad = {m for m in loaded if m.split(".")[0] in FORBIDDEN or m.startswith(FORBIDDEN)}
+        studies = {m for m in loaded if m.startswith("vacuumlab.studies.")}
+        assert not bad, (module, sorted(bad))
+        assert all(m.endswith("_spec") for m in studies), (module, sorted(studies))
+
+
+def test_the_registry_loads_no_plotting_library() -> None:
+    assert "matplotlib" not in loaded_by("vacuumlab.report")
+
+
+# -- defect 3: the published work by its name, never by a file of ours -------------------------
+
+SEED = re.compile(r"seed \d", re.IGNORECASE)
+PUBLICATIONS = {spec.STUDY: spec.PUBLICATION for spec in SPECS}
+
+
+def rendered_texts(pages: dict[str, Path]) -> dict[str, str]:
+    """Every rendered report: the four study pages, the advice in Markdown, HTML and text, and
+    the churn summary the terminal shows."""
+    texts = {study: path.read_text(encoding="utf-8") for study, path in pages.items()}
+    advice = full_advice()
+    texts["advice.md"] = render_markdown(advice)
+    texts["advice.html"] = render_html(advice)
+    texts["advice.txt"] = printed(advice_text.render(advice))
+    with Store.open(next(iter(pages.values())).parent.parent / "r.sqlite") as store:
+        texts["churn summary"] = printed(summary_table(store, 1))
+    return texts
+
+
+def printed(renderable: object) -> str:
+    console = Console(file=io.StringIO(), width=200, color_system=None)
+    console.print(renderable)
+    return cast(io.StringIO, console.file).getvalue()
+
+
+def test_no_report_names_a_seed_file(pages: dict[str, Path]) -> None:
+    for name, text in rendered_texts(pages).items():
+        assert not SEED.search(text), (name, SEED.search(text))
+
+
+def test_each_study_report_names_its_publication(pages: dict[str, Path]) -> None:
+    for study, path in pages.items():
+        html = path.read_text(encoding="utf-8")
+        publication = PUBLICATIONS[study]
+        assert str(escape(publication.cite())) in html, study
+        assert publication.short() in html or study == churn_spec.STUDY, study
