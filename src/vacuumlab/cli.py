@@ -22,16 +22,21 @@ from rich.console import Console, RenderableType
 from vacuumlab import __version__
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox, default_dir, interrupt_on_signals
+from vacuumlab.records.publication import Publication
 from vacuumlab.store import Store
+from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
 
 app = typer.Typer(
     help="Measure, explain and tune PostgreSQL vacuum for high-churn tables.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
 sandbox_app = typer.Typer(
-    help="Manage the throwaway PostgreSQL the lab runs on.", no_args_is_help=True
+    help="Manage the throwaway PostgreSQL the lab runs on.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
 )
 app.add_typer(sandbox_app, name="sandbox")
 
@@ -385,8 +390,18 @@ def demo(
     out.print(render(snap))
 
 
-run_app = typer.Typer(help="Run a study and record it in the results store.", no_args_is_help=True)
+run_app = typer.Typer(
+    help="Run a study and record it in the results store.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 app.add_typer(run_app, name="run")
+
+
+def _study_help(publication: Publication, what: str, example: str) -> str:
+    """A run command's help: what it measures, the published work it reproduces, an example."""
+    return f"{what} Reproduces {publication.cite()}.\n\nExample: {example}"
+
 
 StoreOpt = Annotated[
     Path | None,
@@ -420,7 +435,14 @@ ResumeOpt = Annotated[int | None, typer.Option("--resume", help=_RESUME_HELP, me
 _MANUAL_HELP = "Also measure each point with VACUUM (VERBOSE) and no cost delay: the pure work."
 
 
-@run_app.command("churn")
+@run_app.command(
+    "churn",
+    help=_study_help(
+        churn_spec.PUBLICATION,
+        "Queue churn under the post's six autovacuum settings, with a report.",
+        "vacuumlab run churn --preset quick --clients 4",
+    ),
+)
 def run_churn(
     preset: Annotated[str, typer.Option(help=_PRESET_HELP)] = "quick",
     seconds: Annotated[int | None, typer.Option(help="Load per step, in seconds.")] = None,
@@ -439,10 +461,6 @@ def run_churn(
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
 ) -> None:
-    """Queue churn under the post's six autovacuum settings (seed 000), with a report.
-
-    Example: vacuumlab run churn --preset quick --clients 4
-    """
     from vacuumlab.lab import ProgressReporter, default_store
     from vacuumlab.pg.target import Target
     from vacuumlab.report.churn import render_churn_report
@@ -493,7 +511,14 @@ def _int_list(text: str | None, option: str) -> tuple[int, ...] | None:
         raise VacuumlabError(f"{option} takes numbers separated by commas, not {text!r}") from None
 
 
-@run_app.command("cost-driver")
+@run_app.command(
+    "cost-driver",
+    help=_study_help(
+        cost_driver_spec.PUBLICATION,
+        "Dead tuples or dirty pages: vacuum's cost over a matrix of tables.",
+        "vacuumlab run cost-driver --rows 200000 --indexes 0,2 --repeat 2 --manual",
+    ),
+)
 def run_cost_driver(
     preset: Annotated[
         str, typer.Option(help="quick (1M rows, 72 points) or paper (10M, 360).")
@@ -514,10 +539,6 @@ def run_cost_driver(
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
 ) -> None:
-    """Dead tuples or dirty pages: vacuum's cost over a matrix of tables (seed 001).
-
-    Example: vacuumlab run cost-driver --rows 200000 --indexes 0,2 --repeat 2 --manual
-    """
     from vacuumlab.report.cost_driver import render_cost_driver_report
     from vacuumlab.studies import cost_driver
 
@@ -553,10 +574,17 @@ def run_cost_driver(
     )
 
 
-@run_app.command("toast")
+@run_app.command(
+    "toast",
+    help=_study_help(
+        toast_spec.PUBLICATION,
+        "The same wide rows stored in line or in TOAST: sizes, UPDATE, VACUUM, FREEZE.",
+        "vacuumlab run toast --rows 20000 --storages extended,main --no-parallel",
+    ),
+)
 def run_toast(
     preset: Annotated[
-        str, typer.Option(help="quick (50,000 rows) or paper (500,000, as the seed).")
+        str, typer.Option(help="quick (50,000 rows) or paper (500,000, as the post).")
     ] = "quick",
     rows: Annotated[int | None, typer.Option(help="Rows in each table.")] = None,
     width: Annotated[int | None, typer.Option(help="Bytes of incompressible text per row.")] = None,
@@ -575,10 +603,6 @@ def run_toast(
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
 ) -> None:
-    """The same wide rows stored in line or in TOAST: sizes, UPDATE, VACUUM, FREEZE (seed 003).
-
-    Example: vacuumlab run toast --rows 20000 --storages extended,main --no-parallel
-    """
     from vacuumlab.report.toast import render_toast_report
     from vacuumlab.studies import toast
 
@@ -612,7 +636,14 @@ def run_toast(
     )
 
 
-@run_app.command("fillfactor")
+@run_app.command(
+    "fillfactor",
+    help=_study_help(
+        fillfactor_spec.PUBLICATION,
+        "pgbench TPC-B at sizes against memory × fillfactor: HOT share, growth, speed.",
+        "vacuumlab run fillfactor --sizes fits --fillfactors 80,100 --seconds 30 --repeat 3",
+    ),
+)
 def run_fillfactor(
     preset: Annotated[
         str, typer.Option(help="quick (fits and 2×, about 12 min) or paper (3 sizes).")
@@ -636,10 +667,6 @@ def run_fillfactor(
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
 ) -> None:
-    """pgbench TPC-B at sizes against memory × fillfactor: HOT share, growth, speed (seed 002).
-
-    Example: vacuumlab run fillfactor --sizes fits --fillfactors 80,100 --seconds 30 --repeat 3
-    """
     from vacuumlab.report.fillfactor import render_fillfactor_report
     from vacuumlab.studies import fillfactor
 

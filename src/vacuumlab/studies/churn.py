@@ -1,4 +1,5 @@
-"""The churn study (seed 000): a queue table under a sequence of autovacuum settings.
+"""The churn study, after "Optimizing Postgres's Auto-Vacuum for Blazingly-High-Churn Tables"
+(Tembo blog, 2023): a queue table under a sequence of autovacuum settings.
 
 Every pgbench transaction inserts a row, takes the oldest row with ``FOR UPDATE SKIP LOCKED``,
 updates it and deletes it: one ``DO`` block, as in the post, so a transaction that finds no row

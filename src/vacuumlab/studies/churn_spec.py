@@ -1,7 +1,7 @@
 """What the churn study measures and stores: the contract between the run and its report.
 
 The study reproduces "Optimizing Postgres's Auto-Vacuum for Blazingly-High-Churn Tables"
-(seed 000): a queue table under six autovacuum settings. Each stored point is one step (one
+(Tembo blog, 2023): a queue table under six autovacuum settings. Each stored point is one step (one
 repetition); its metrics and per-second series use the names below.
 """
 

@@ -1,4 +1,6 @@
-"""The cost-driver study (seed 001): is vacuum's cost driven by dead tuples or by dirty pages?
+"""The cost-driver study, after "PostgreSQL autovacuum internals, with a benchmark of dead
+tuples against dirty pages" (Percona Community blog, 2026): is vacuum's cost driven by dead
+tuples or by dirty pages?
 
 One point: a fresh table of ``rows`` rows of 128 bytes, frozen (and checked frozen with
 ``pg_visibility_map_summary``), ``k`` redundant B-tree indexes on ``id``, then a DELETE of the
@@ -328,7 +330,7 @@ def checkpoint(s: Session) -> None:
 
 
 def _reset_shared_counters(s: Session) -> None:
-    """Zero the shared I/O, bgwriter, checkpointer and WAL counters, as the seed does, so the
+    """Zero the shared I/O, bgwriter, checkpointer and WAL counters, as the post does, so the
     server's own views read as this vacuum alone. The metrics are before/after differences
     either way; a named server is never reset, because its monitoring relies on them."""
     targets = {"bgwriter": 130000, "wal": 140000, "io": 160000, "checkpointer": 170000}

@@ -1,9 +1,9 @@
 """What the cost-driver study measures and stores: the contract between the run and its report.
 
-The study reproduces the benchmark of seed 001 ("is vacuum cost driven by dead tuples or by
-dirty pages?"): a frozen table, dead tuples deleted either compactly (the first pages) or
-spread over every page, 0 to 5 redundant B-tree indexes, and one autovacuum measured per point.
-"""
+The study reproduces the benchmark of "PostgreSQL autovacuum internals, with a benchmark of dead
+tuples against dirty pages" (Percona Community blog, 2026): a frozen table, dead tuples deleted
+either compactly (the first pages) or spread over every page, 0 to 5 redundant B-tree indexes, and
+one autovacuum measured per point. """
 
 from __future__ import annotations
 
@@ -38,13 +38,13 @@ PRESETS: dict[str, Preset] = {
     "paper": Preset(10_000_000, ("compact", "spread"), (10, 25, 50), (0, 1, 2, 3, 4, 5), 10),
 }
 
-#: Seed 001, 0 indexes, 10M rows, PG 18.4, medians of 10: dead % -> (compact s, spread s).
+#: The post, 0 indexes, 10M rows, PG 18.4, medians of 10: dead % -> (compact s, spread s).
 PUBLISHED_ZERO_INDEX: dict[int, tuple[float, float]] = {
     10: (5.0, 43.6),
     25: (11.5, 43.6),
     50: (21.8, 43.4),
 }
-#: Seed 001, compact 50 %, 0..5 indexes: median seconds ("around 5 s per index").
+#: The post, compact 50 %, 0..5 indexes: median seconds ("around 5 s per index").
 PUBLISHED_COMPACT_50_BY_INDEXES: tuple[float, ...] = (21.8, 28.1, 32.6, 37.6, 42.3, 47.4)
 
 

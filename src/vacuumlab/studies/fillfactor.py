@@ -1,4 +1,5 @@
-"""The fillfactor study (seed 002): pgbench's TPC-B at data sizes relative to memory ×
+"""The fillfactor study, after "What is fillfactor and how does it affect PostgreSQL
+performance?" (CYBERTEC blog, 2020): pgbench's TPC-B at data sizes relative to memory ×
 fillfactor.
 
 One point: ``pgbench -i -F fillfactor -s scale`` loads fresh tables, a CHECKPOINT, a warm-up
@@ -54,7 +55,7 @@ from vacuumlab.studies.fillfactor_spec import (
 ACCOUNTS = "pgbench_accounts"
 #: pgbench's tables: dropped at the end on a named server (StudyRun._clean_up).
 PGBENCH_TABLES = (ACCOUNTS, "pgbench_branches", "pgbench_tellers", "pgbench_history")
-#: The statement whose time the seed reports; pgbench's TPC-B sends it with this prefix.
+#: The statement whose time the post reports; pgbench's TPC-B sends it with this prefix.
 UPDATE_PREFIX = "UPDATE pgbench_accounts SET abalance"
 #: Smallest shared_buffers the study accepts: below it "memory" means nothing for TPC-B.
 MIN_MEMORY_BYTES = 16 * 2**20

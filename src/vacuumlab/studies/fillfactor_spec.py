@@ -1,6 +1,6 @@
 """What the fillfactor study measures and stores: the contract between the run and its report.
 
-The study reproduces seed 002 ("What is fillfactor and how does it affect PostgreSQL
+The study reproduces "What is fillfactor and how does it affect PostgreSQL
 performance?"): pgbench's built-in TPC-B at three data sizes relative to memory × fillfactor
 70/80/90/100, with the UPDATE of pgbench_accounts timed by pg_stat_statements.
 
@@ -42,7 +42,7 @@ BYTES_PER_SCALE = 15_678_669
 
 #: The range PostgreSQL accepts for a table's fillfactor (reloptions.c).
 FILLFACTOR_MIN, FILLFACTOR_MAX = 10, 100
-#: What every other fillfactor is compared with: PostgreSQL's default, the seed's baseline.
+#: What every other fillfactor is compared with: PostgreSQL's default, the post's baseline.
 REFERENCE_FILLFACTOR = 100
 
 
@@ -54,7 +54,7 @@ class Preset:
     warmup: int
     repeat: int
     shared_buffers: str
-    clients: int = 2  # the seed's two sessions
+    clients: int = 2  # the post's two sessions
     jobs: int = 1
 
 
@@ -65,7 +65,7 @@ PRESETS: dict[str, Preset] = {
     "paper": Preset(SIZES, (70, 80, 90, 100), 300, 30, 5, "256MB"),
 }
 
-#: Seed 002, PostgreSQL 12.2: UPDATE pgbench_accounts mean (ms) and TPS, by size and fillfactor.
+#: The post, PostgreSQL 12.2: UPDATE pgbench_accounts mean (ms) and TPS, by size and fillfactor.
 PUBLISHED: dict[Size, dict[int, tuple[float, float]]] = {
     "fits": {100: (5.01, 374), 90: (4.80, 389), 80: (4.89, 382), 70: (4.98, 376)},
     "2x": {100: (5.31, 363), 90: (5.33, 359), 80: (5.38, 357), 70: (5.42, 353)},

@@ -1,6 +1,7 @@
-"""The TOAST study (seed 003): what keeping wide values in the heap or out of line does to an
-UPDATE of a narrow column, to VACUUM and to VACUUM FREEZE; and what happens when a table and
-its TOAST relation are vacuumed from two sessions at once.
+"""The TOAST study, after "Postgres Faster Vacuum-2 (TOAST impact on VACUUM)" (Medium, 2021): what
+keeping wide values in the heap or out of line does to an UPDATE of a narrow column, to VACUUM
+and to VACUUM FREEZE; and what happens when a table and its TOAST relation are vacuumed from two
+sessions at once.
 
 **A storage point** builds ``vacuumlab.toast_<storage>`` — ``(id int, age int, name text)``,
 autovacuum off for the table and its TOAST relation — with ``name`` stored ``extended``,
@@ -21,13 +22,13 @@ counts, visibility-map counts, freeze age), because autovacuum judges them apart
 **The parallel experiment** vacuums one extended table, whose UPDATE left dead tuples in the
 heap and whose last quarter of rows was deleted so that both relations end in empty pages
 that vacuum wants to truncate, in three arms: ``sequential`` (one VACUUM of the table, heap
-then TOAST), ``overlapping`` (the seed's: one session vacuums the TOAST relation by name, a
+then TOAST), ``overlapping`` (the post's: one session vacuums the TOAST relation by name, a
 second the table, which includes its TOAST relation) and ``separate`` (the second uses
 ``PROCESS_TOAST false``, PostgreSQL 14+). A third session samples pg_stat_activity,
 pg_stat_progress_vacuum and pg_locks every 20 ms (every 2 ms just after a VERBOSE notice,
 where phases change) into a timeline of who waits for whom.
 
-The wait in the overlapping arm is the seed's and needs no help: a VACUUM of a table takes a
+The wait in the overlapping arm is the post's and needs no help: a VACUUM of a table takes a
 ShareUpdateExclusiveLock on its TOAST relation when it gets there (vacuum.c, vacuum_rel), that
 lock conflicts with itself, and the TOAST relation of an out-of-line table is far larger than
 its heap, so the table session is done with the heap long before the TOAST session is done
@@ -119,7 +120,7 @@ class ToastConfig(StoredConfig):
 
     def variants(self) -> list[tuple[Storage, int]]:
         """(storage, toast_tuple_target) of every table: the targets apply to extended, the
-        storage that both compresses and moves out of line, as in the seed's example."""
+        storage that both compresses and moves out of line, as in the post's example."""
         return [
             (storage, target)
             for storage in self.storages
@@ -468,7 +469,7 @@ def build(
 
 def _target_option(toast_tuple_target: int) -> sql.Composable:
     if toast_tuple_target == DEFAULT_TOAST_TUPLE_TARGET:
-        return sql.SQL("")  # the seed's tables: no reloption at all
+        return sql.SQL("")  # the post's tables: no reloption at all
     return sql.SQL(", toast_tuple_target = {}").format(sql.Literal(toast_tuple_target))
 
 
@@ -486,7 +487,7 @@ def _compressed(s: Session, table: sql.Identifier) -> int:
 
 
 def update(s: Session, table: sql.Identifier) -> dict[str, Metric]:
-    """Make everyone five years older, as the seed does, and read the UPDATE's own buffers
+    """Make everyone five years older, as the post does, and read the UPDATE's own buffers
     and WAL from EXPLAIN (ANALYZE, BUFFERS, WAL): the same counters as pg_stat_wal, for this
     statement alone. TIMING FALSE keeps the per-row clock reads out of the time."""
     checkpoint(s)
@@ -610,7 +611,7 @@ class Racer:
 
 
 def _statements(arm: str, table: sql.Identifier, toast: Relation) -> list[tuple[str, sql.Composed]]:
-    """(role, VACUUM) in starting order. FREEZE and VERBOSE as in the seed."""
+    """(role, VACUUM) in starting order. FREEZE and VERBOSE as in the post."""
     own_toast = sql.SQL("VACUUM (FREEZE, VERBOSE) {}").format(toast.ident)
     whole = sql.SQL("VACUUM (FREEZE, VERBOSE) {}").format(table)
     # PROCESS_TOAST false (14+): the table's VACUUM leaves its TOAST relation alone.

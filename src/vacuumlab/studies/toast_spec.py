@@ -1,6 +1,6 @@
 """What the TOAST study measures and stores: the contract between the run and its report.
 
-The study reproduces seed 003 ("Postgres Faster Vacuum-2: TOAST impact on VACUUM"): the same
+The study reproduces "Postgres Faster Vacuum-2 (TOAST impact on VACUUM)" (Medium, 2021): the same
 wide, incompressible rows stored out of line (``extended``, ``external``) or in the heap
 (``main``, ``plain``), an UPDATE of the narrow column, VACUUM and VACUUM FREEZE, and the two
 sessions that vacuum a table and its TOAST relation at the same time.
@@ -59,7 +59,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     # 4 kB values: one main/plain row per heap page, the worst case for inline storage.
     "quick": Preset(50_000, 4096, STORAGES, (DEFAULT_TOAST_TUPLE_TARGET, 128), 1, True),
-    # The seed's sizes (1302 MB for 500,000 rows, both heap-inline and out of line) mean three
+    # The post's sizes (1302 MB for 500,000 rows, both heap-inline and out of line) mean three
     # rows per page either way: values of 2,002 to 2,642 bytes. 2,600 bytes reproduces them.
     "paper": Preset(500_000, 2600, STORAGES, (DEFAULT_TOAST_TUPLE_TARGET, 128), 1, True),
 }
@@ -67,7 +67,7 @@ PRESETS: dict[str, Preset] = {
 
 @dataclass(frozen=True, slots=True)
 class Published:
-    """One figure of seed 003 for extended and main storage (500,000 rows, one run each)."""
+    """One figure of the post for extended and main storage (500,000 rows, one run each)."""
 
     label: str
     extended: float
@@ -75,7 +75,7 @@ class Published:
     unit: Literal["s", "MB"]
 
 
-#: Seed 003's figures, as printed by psql (\timing, pg_size_pretty: MB are MiB).
+#: The post's figures, as printed by psql (\timing, pg_size_pretty: MB are MiB).
 PUBLISHED: dict[str, Published] = {
     "update_s": Published("UPDATE age = age + 5", 2.061278, 80.259084, "s"),
     "vacuum_s": Published("VACUUM", 14.500174, 42.836927, "s"),
