@@ -22,7 +22,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from vacuumlab.pg.connect import connect
+from vacuumlab.pg import queries
+from vacuumlab.pg.connect import Session, connect
 from vacuumlab.pg.sandbox import default_home
 from vacuumlab.pg.target import Target
 from vacuumlab.store import Store, point_key
@@ -131,6 +132,20 @@ def _brief(metrics: Mapping[str, Any]) -> str:
     if tps is None or mean is None:
         return "done"
     return f"tps {tps:,.0f} · latency {mean:.2f} ms · {avs} autovacuums"
+
+
+def shown_settings(session: Session) -> dict[str, str]:
+    """The settings vacuum depends on, as the server shows them (``SHOW``): "128MB", not the
+    raw 16384 with its unit "8kB" appended."""
+    names = [row["name"] for row in session.fetch("settings", dict)]
+    rows = session.query(_SHOWN, dict, [names])
+    return {row["name"]: row["value"] for row in rows}
+
+
+_SHOWN = queries.tag(
+    "SELECT name, current_setting(name) AS value FROM unnest(%s::text[]) AS name",
+    "shown_settings",
+)
 
 
 # -- running a study ---------------------------------------------------------------------------
@@ -246,8 +261,7 @@ class StudyRun(ABC, Generic[ConfigT, ReporterT]):
     def _create_run(self) -> int:
         with connect(self.target.dsn) as session:
             version = session.info.version
-            rows = session.fetch("settings", dict)
-        settings = {r["name"]: r["setting"] + (r["unit"] or "") for r in rows}
+            settings = shown_settings(session)
         return self.store.create_run(
             self.study, self.params(), server_version=version, settings=settings
         )
