@@ -3,7 +3,7 @@
 The study reproduces the benchmark of "PostgreSQL autovacuum internals, with a benchmark of dead
 tuples against dirty pages" (Percona Community blog, 2026): a frozen table, dead tuples deleted
 either compactly (the first pages) or spread over every page, 0 to 5 redundant B-tree indexes, and
-one autovacuum measured per point. """
+one autovacuum measured per point."""
 
 from __future__ import annotations
 
