@@ -7,9 +7,7 @@ one autovacuum measured per point."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from vacuumlab.records.cost_driver import CostDriverPoint, Distribution, Mode
 from vacuumlab.records.publication import Publication
 
 STUDY = "cost-driver"
@@ -19,24 +17,6 @@ PUBLICATION = Publication(
     site="Percona Community blog",
     year=2026,
 )
-
-Distribution = Literal["compact", "spread"]
-Mode = Literal["autovacuum", "manual"]
-
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    rows: int
-    distributions: tuple[Distribution, ...]
-    dead_pcts: tuple[int, ...]
-    indexes: tuple[int, ...]
-    repeat: int
-
-
-PRESETS: dict[str, Preset] = {
-    "quick": Preset(1_000_000, ("compact", "spread"), (10, 25, 50), (0, 1, 3, 5), 3),
-    "paper": Preset(10_000_000, ("compact", "spread"), (10, 25, 50), (0, 1, 2, 3, 4, 5), 10),
-}
 
 #: The post, 0 indexes, 10M rows, PG 18.4, medians of 10: dead % -> (compact s, spread s).
 PUBLISHED_ZERO_INDEX: dict[int, tuple[float, float]] = {
@@ -52,13 +32,7 @@ def point_params(
     distribution: Distribution, dead_pct: int, indexes: int, rows: int, mode: Mode
 ) -> dict[str, object]:
     """A point's parameters as stored (``points.params``)."""
-    return {
-        "distribution": distribution,
-        "dead_pct": dead_pct,
-        "indexes": indexes,
-        "rows": rows,
-        "mode": mode,
-    }
+    return CostDriverPoint(distribution, dead_pct, indexes, rows, mode).params()
 
 
 #: Per-point metrics (``points.metrics``). Pages are 8 kB blocks; times in seconds; None where
