@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import RenderableType
 
 from vacuumlab.cli.options import DataDir, DsnArg, Format, LimitOpt, err, out, render_text, write
 from vacuumlab.errors import VacuumlabError
@@ -49,14 +50,25 @@ def snapshot(
     if save is not None:
         write(save, snap.dump_json() + "\n")
     if fmt is Format.json:
-        if output is None:
-            sys.stdout.write(snap.dump_json() + "\n")
-        else:
-            write(output, snap.dump_json() + "\n")
-    elif output is None:
-        out.print(render(snap, limit=limit))
+        _emit(snap.dump_json() + "\n", output)
     else:
-        write(output, render_text(render(snap, limit=limit)))
+        _show(render(snap, limit=limit), output)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """Text to stdout, or to the file ``--output`` names."""
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write(output, text)
+
+
+def _show(renderable: RenderableType, output: Path | None) -> None:
+    """A table view on the terminal, or as plain text in the file ``--output`` names."""
+    if output is None:
+        out.print(renderable)
+    else:
+        write(output, render_text(renderable))
 
 
 def _sandbox_dsn(data_dir: Path | None) -> str:
@@ -131,24 +143,17 @@ def advise_command(
         snapshots = [load_snapshot(path) for path in input_]
         advice = advise(snapshots[0], snapshots[1] if len(snapshots) == 2 else None)
     else:
-
-        def waiting(s: float) -> None:
-            err.print(f"· waiting {s:.0f} s for a second snapshot (rates)")
-
         advice, _ = collect_advice(
-            dsn or _sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=waiting
+            dsn or _sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=_waiting
         )
     if fmt is AdviceFormat.table:
-        if output is None:
-            out.print(render(advice, limit=limit))
-        else:
-            write(output, render_text(render(advice, limit=limit)))
-        return
-    text = _advice_text(advice, fmt)
-    if output is None:
-        sys.stdout.write(text)
+        _show(render(advice, limit=limit), output)
     else:
-        write(output, text)
+        _emit(_advice_text(advice, fmt), output)
+
+
+def _waiting(seconds: float) -> None:
+    err.print(f"· waiting {seconds:.0f} s for a second snapshot (rates)")
 
 
 def _advice_text(advice: Any, fmt: AdviceFormat) -> str:
