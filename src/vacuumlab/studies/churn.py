@@ -12,7 +12,6 @@ the step ends: an interrupted run keeps every finished step and ``--resume`` run
 
 from __future__ import annotations
 
-import contextlib
 import math
 import shutil
 import tomllib
@@ -37,6 +36,7 @@ from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
 from vacuumlab.stats import analysis
 from vacuumlab.studies.churn_spec import STUDY
+from vacuumlab.studies.shared import checkpoint_if_allowed
 
 TABLE = "bencher"
 
@@ -274,9 +274,8 @@ def _create_table(dsn: str, backlog: int) -> None:
         ).format(table, sql.Literal(backlog)),
         sql.SQL("VACUUM (ANALYZE) {}").format(table),
     )
-    # CHECKPOINT needs superuser or pg_checkpoint (15+); without it the run goes on.
-    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-        execute_sql(dsn, sql.SQL("CHECKPOINT"))
+    with work_session(dsn) as session:
+        checkpoint_if_allowed(session)
 
 
 def _table_oid(dsn: str) -> int:

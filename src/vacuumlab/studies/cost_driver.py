@@ -35,6 +35,7 @@ from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint, Distribution
 from vacuumlab.records.snapshot import IoRow, Wal
 from vacuumlab.studies.cost_driver_spec import STUDY
+from vacuumlab.studies.shared import checkpoint
 
 TABLE = "bench_table"
 #: Autoanalyze must not run inside the measurement: a threshold it cannot reach.
@@ -239,15 +240,6 @@ def _visibility_function(s: Session) -> sql.Composable:
             ) from None
         schema = SCHEMA
     return sql.Identifier(str(schema).strip('"'), "pg_visibility_map_summary")
-
-
-def checkpoint(s: Session) -> None:
-    try:
-        s.execute("CHECKPOINT")
-    except psycopg.errors.InsufficientPrivilege:
-        raise VacuumlabError(
-            "the study needs CHECKPOINT: a superuser or a member of pg_checkpoint (15+)"
-        ) from None
 
 
 def _reset_shared_counters(s: Session) -> None:

@@ -40,6 +40,7 @@ from vacuumlab.pg.target import Target
 from vacuumlab.records.fillfactor import FillfactorConfig, FillfactorPoint, memory_bytes
 from vacuumlab.store import Store
 from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
+from vacuumlab.studies.shared import checkpoint_if_allowed
 
 ACCOUNTS = "pgbench_accounts"
 #: pgbench's tables: dropped at the end on a named server (StudyRun._clean_up).
@@ -431,12 +432,8 @@ def _load(target: Target, scale: int, fillfactor: int) -> float:
     clock = time.monotonic()
     pgbench.run_subprocess(init_command(target.pgbench, target.dsn, scale, fillfactor))
     elapsed = time.monotonic() - clock
-    # CHECKPOINT needs superuser or pg_checkpoint (15+); without it the run goes on.
-    with (
-        connect(target.dsn, read_only=False, timeouts=LONG) as s,
-        contextlib.suppress(psycopg.errors.InsufficientPrivilege),
-    ):
-        s.execute("CHECKPOINT")
+    with connect(target.dsn, read_only=False, timeouts=LONG) as s:
+        checkpoint_if_allowed(s)
     return elapsed
 
 

@@ -52,7 +52,7 @@ from vacuumlab.pg.connect import Session
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ParallelPoint, StoragePoint, ToastConfig, ToastPoint
 from vacuumlab.store import Metric, Store
-from vacuumlab.studies.cost_driver import checkpoint
+from vacuumlab.studies.shared import checkpoint
 from vacuumlab.studies.toast_parallel import PARALLEL_TABLE, measure_parallel
 from vacuumlab.studies.toast_spec import (
     ARMS,
