@@ -11,7 +11,7 @@ from vacuumlab.records.churn import ChurnConfig, ChurnPoint
 from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint
 from vacuumlab.records.fillfactor import FillfactorConfig, FillfactorPoint
 from vacuumlab.records.params import Params
-from vacuumlab.records.toast import ParallelPoint, StoragePoint, ToastConfig, toast_point
+from vacuumlab.records.toast import ParallelPoint, Span, StoragePoint, ToastConfig, toast_point
 
 _SETTINGS = {
     "autovacuum_naptime": "1min",
@@ -54,3 +54,11 @@ def test_stored_params_read_back_unchanged(record: type[Params], stored: dict[st
 def test_a_toast_point_is_read_by_its_experiment() -> None:
     assert isinstance(toast_point(STORED[-1][1]), ParallelPoint)
     assert isinstance(toast_point(STORED[-2][1]), StoragePoint)
+
+
+def test_a_timeline_span_round_trips_through_its_json() -> None:
+    stored = {"session": "table", "start": 0.1234, "end": 0.5, "category": "lock",
+              "phase": "scanning heap", "wait_event": "Lock:relation",
+              "lock_mode": "ShareUpdateExclusiveLock", "relation": "toast", "granted": False,
+              "blocked_by": ["toast"]}  # fmt: skip
+    assert Span.from_json(stored).to_json() == stored

@@ -7,7 +7,7 @@ Limits assume 8 kB pages (the study checks ``block_size``) and are PostgreSQL's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Literal, get_args
 
 from vacuumlab.errors import VacuumlabError
@@ -147,3 +147,38 @@ def toast_point(params: Mapping[str, Any]) -> ToastPoint:
     if params["experiment"] == ParallelPoint.experiment:
         return ParallelPoint.from_params(params)
     return StoragePoint.from_params(params)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A stretch of one session of the parallel experiment in one state, from consecutive
+    samples: what the study writes into a point's ``timeline_json`` and the report draws."""
+
+    session: str
+    start: float
+    end: float
+    category: str  # working, truncating, lock (a heavyweight lock wait), truncate-wait
+    phase: str | None
+    wait_event: str | None  # "type:event" for lock and truncate waits
+    lock_mode: str | None
+    relation: str | None  # "heap", "toast" or an oid
+    granted: bool | None  # False while queued for lock_mode
+    blocked_by: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """As stored in ``timeline_json``: times rounded to 0.1 ms, blockers as a list."""
+        data = asdict(self)
+        data["start"], data["end"] = round(self.start, 4), round(self.end, 4)
+        data["blocked_by"] = list(self.blocked_by)
+        return data
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Span:
+        """A stored span; fields a span did not store read as None."""
+        return cls(
+            session=str(raw["session"]), start=float(raw["start"]), end=float(raw["end"]),
+            category=str(raw["category"]), phase=raw.get("phase"),
+            wait_event=raw.get("wait_event"), lock_mode=raw.get("lock_mode"),
+            relation=raw.get("relation"), granted=raw.get("granted"),
+            blocked_by=tuple(str(b) for b in raw.get("blocked_by") or ()),
+        )  # fmt: skip

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from psycopg import sql
@@ -23,7 +23,7 @@ from vacuumlab.lab.progress import Progress
 from vacuumlab.lab.run import SCHEMA
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
-from vacuumlab.records.toast import ParallelPoint
+from vacuumlab.records.toast import ParallelPoint, Span
 from vacuumlab.store import Metric
 from vacuumlab.studies.shared import checkpoint
 from vacuumlab.studies.toast_spec import ARMS, DEFAULT_TOAST_TUPLE_TARGET, PARTS, vacuum_metric
@@ -218,22 +218,6 @@ def _sample(
 # -- the timeline ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A stretch of one session in one state, from consecutive samples."""
-
-    session: str
-    start: float
-    end: float
-    category: str  # working, truncating, lock (a heavyweight lock wait), truncate-wait
-    phase: str | None
-    wait_event: str | None  # "type:event" for lock and truncate waits
-    lock_mode: str | None
-    relation: str | None  # "heap", "toast" or an oid
-    granted: bool | None  # False while queued for lock_mode
-    blocked_by: tuple[str, ...]
-
-
 def category(row: WaitRow) -> str:
     """Lock: queued for a heavyweight lock. VacuumTruncate: retrying the AccessExclusiveLock
     that truncation needs, every 50 ms for up to 5 s (vacuumlazy.c, lazy_truncate_heap)."""
@@ -385,7 +369,7 @@ class Race:
             "interval_ms": SAMPLE_INTERVAL_S * 1000,
             "samples": len(self.samples),
             "sessions": [self._session(r) for r in self.racers],
-            "spans": [_span_json(s) for s in self.spans],
+            "spans": [s.to_json() for s in self.spans],
             "notices": [n for r in self.racers for n in self._notices(r)],
         }
         return json.dumps(timeline, sort_keys=True, separators=(",", ":"))
@@ -431,10 +415,3 @@ def _merge(span: Span, later: Span) -> Span:
 
 def _rounded(t: float | None, origin: float) -> float | None:
     return None if t is None else round(t - origin, 4)
-
-
-def _span_json(span: Span) -> dict[str, Any]:
-    data = asdict(span)
-    data["start"], data["end"] = round(span.start, 4), round(span.end, 4)
-    data["blocked_by"] = list(span.blocked_by)
-    return data
