@@ -123,7 +123,7 @@ def make_fillfactor_run(
         STUDY,
         params,
         server_version=f"{SERVER_VERSION} {XSS_TAG}" if with_xss else SERVER_VERSION,
-        settings={"shared_buffers": "16384" + ("8kB" if not with_xss else XSS_TAG)},
+        settings={"shared_buffers": "128MB" if not with_xss else "16384" + XSS_TAG},
         machine=MACHINE | ({"hostname": XSS} if with_xss else {}),
         note=XSS if with_xss else None,
     )

@@ -17,9 +17,12 @@ from conftest import run_cli
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
+from vacuumlab.records.churn import ChurnConfig
 from vacuumlab.store import Point, Store
-from vacuumlab.studies.churn import ChurnConfig, ChurnRun, load_steps, make_config
+from vacuumlab.studies.churn import ChurnRun, load_steps
 from vacuumlab.studies.churn_spec import POST_STEPS, Step
+
+make_config = ChurnConfig.from_preset
 
 NAPTIME_1S = Step("naptime 1s", {"autovacuum_naptime": "1s", "autovacuum_vacuum_cost_delay": "0"})
 
@@ -236,13 +239,16 @@ class Recorder:
         self.messages: list[str] = []
         self.labels: list[str] = []
 
-    def step_started(self, label: str, seconds: int) -> None:
-        self.labels.append(label)
-
-    def tick(self, elapsed: float, tps: float | None, dead: int | None) -> None:
+    def started(self, total: int) -> None:
         pass
 
-    def step_finished(self, label: str, metrics: object) -> None:
+    def point_started(self, label: str, seconds: int | None) -> None:
+        self.labels.append(label)
+
+    def tick(self, elapsed: float, live: object) -> None:
+        pass
+
+    def point_finished(self, label: str, metrics: object) -> None:
         pass
 
     def message(self, text: str) -> None:

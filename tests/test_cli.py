@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,13 @@ from psycopg.conninfo import make_conninfo
 from conftest import PASSWORD_ROLE, execute, run_cli
 from vacuumlab.cli import app
 from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.records.publication import Publication
+from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
+
+PUBLICATIONS: dict[str, Publication] = {
+    spec.STUDY: spec.PUBLICATION
+    for spec in (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec)
+}
 
 
 def _commands(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -206,3 +214,42 @@ def test_report_and_runs_need_a_store(tmp_path: Path) -> None:
     missing = str(tmp_path / "none.sqlite")
     assert_one_line_error(run_cli("report", "1", "--store", missing), "no results store")
     assert_one_line_error(run_cli("runs", "--store", missing), "no results store")
+
+
+def _help(command: tuple[str, ...]) -> str:
+    """A command's --help as the user reads it, with line wrapping undone."""
+    result = run_cli(*command, "--help")
+    assert result.returncode == 0, result.stderr
+    return " ".join(result.stdout.split())
+
+
+def _defaults(command: tuple[str, ...]) -> list[str]:
+    """Every ``[default: …]`` the help should show: written in an option's help, or added by
+    click for an option with a shown default."""
+    click_command = typer.main.get_command(app)
+    for name in command:
+        click_command = click_command.commands[name]  # type: ignore[attr-defined]
+    ctx = click_command.make_context("vacuumlab", ["--help"], resilient_parsing=True)
+    expected = []
+    for param in click_command.params:
+        record = param.get_help_record(ctx)
+        texts = [getattr(param, "help", None) or "", record[1] if record else ""]
+        expected += [m for text in texts for m in re.findall(r"\[default: [^\]]*\]", text)]
+    return [" ".join(e.split()) for e in expected]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_help_shows_every_default(command: tuple[str, ...]) -> None:
+    text = _help(command)
+    for default in _defaults(command):
+        assert default in text, (default, text)
+    if command == ("run", "churn"):
+        assert "TOML file of [[step]] tables" in text
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_help_names_publications_not_seed_files(command: tuple[str, ...]) -> None:
+    text = _help(command)
+    assert not re.search(r"seed \d", text), text
+    if command[0] == "run" and len(command) == 2:
+        assert PUBLICATIONS[command[1]].title in text

@@ -17,24 +17,25 @@ from scipy import stats
 
 from conftest import _fresh_database
 from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.lab.progress import Silent
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
+from vacuumlab.records.fillfactor import FillfactorConfig
 from vacuumlab.report.fillfactor import render_fillfactor_report
 from vacuumlab.store import Point, Store
-from vacuumlab.studies.cost_driver import Silent
 from vacuumlab.studies.fillfactor import (
-    FillfactorConfig,
     FillfactorRun,
     Moments,
     describe,
     init_command,
     load_command,
-    make_config,
     moments_delta,
     parse_latency,
     parse_transactions,
     study_dsn,
 )
+
+make_config = FillfactorConfig.from_preset
 
 MB = 2**20
 #: shared_buffers 32MB makes "fits" scale 1 (16 MB): a few seconds per point.

@@ -15,13 +15,16 @@ import pytest
 from psycopg import sql
 
 from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.lab.progress import Silent
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
+from vacuumlab.records.toast import ToastConfig
 from vacuumlab.report.toast import render_toast_report, seconds, size
 from vacuumlab.store import Point, Store
-from vacuumlab.studies.cost_driver import Silent
-from vacuumlab.studies.toast import ToastConfig, ToastRun, describe, make_config
+from vacuumlab.studies.toast import ToastRun, describe
 from vacuumlab.studies.toast_spec import PARALLEL_METRICS, STORAGE_METRICS
+
+make_config = ToastConfig.from_preset
 
 ROWS = 2_000
 RACE_ROWS = 10_000

@@ -13,11 +13,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import psycopg
-
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg import pgbench
-from vacuumlab.pg.connect import connect
+from vacuumlab.pg.connect import Timeouts, connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.snapshot import Snapshot
 
@@ -55,6 +53,8 @@ UPDATE vacuumlab_demo.counters SET n = n + 1 WHERE name = 'c' || :c;
 END;
 """
 DEMO_SETTINGS: dict[str, str | None] = {"autovacuum_naptime": "1s"}
+#: Loading the demo tables takes longer than the default statement limit allows.
+SETUP_TIMEOUTS = Timeouts(statement_ms=0, lock_ms=60_000)
 
 
 def run(
@@ -62,8 +62,8 @@ def run(
 ) -> Snapshot:
     """Build the demo tables, churn them for ``seconds``, and snapshot the result."""
     progress("creating the demo tables")
-    with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
-        conn.execute(SETUP)
+    with connect(sandbox.dsn, read_only=False, timeouts=SETUP_TIMEOUTS) as session:
+        session.execute(SETUP)
     sandbox.configure(DEMO_SETTINGS)
     try:
         progress(f"churning them with pgbench for {seconds} s (autovacuum_naptime = 1s)")
@@ -83,10 +83,10 @@ def _churn(sandbox: Sandbox, seconds: int) -> None:
 
 
 def _snapshot_with_holder(sandbox: Sandbox) -> Snapshot:
-    with psycopg.connect(sandbox.dsn, application_name="vacuumlab-demo-holder") as holder:
+    with connect(sandbox.dsn, application_name="vacuumlab-demo-holder") as holder:
         # READ COMMITTED drops its snapshot after each statement; REPEATABLE READ keeps it
         # until the transaction ends, pinning the horizon while the session sits idle in it.
-        holder.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         holder.execute("SELECT count(*) FROM vacuumlab_demo.jobs")
         with connect(sandbox.dsn) as session:
             return collect(session)

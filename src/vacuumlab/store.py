@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import platform
-import socket
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +24,7 @@ from typing import Any, Literal, cast
 
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.machine import machine_info as machine_info
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 5.0
@@ -127,34 +125,6 @@ def point_key(params: Mapping[str, Any]) -> str:
         return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise VacuumlabError(f"parameters are not plain JSON values: {exc}") from exc
-
-
-def machine_info() -> dict[str, Any]:
-    """What the results depend on besides the server: host, platform, CPUs, memory, versions."""
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-        "memory_bytes": _total_memory(),
-        "vacuumlab_version": __version__,
-    }
-
-
-def _total_memory() -> int | None:
-    """Total physical memory in bytes, or None where neither source is available."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024  # the kernel reports kB
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _to_text(when: datetime) -> str:

@@ -1,4 +1,5 @@
-"""The churn study (seed 000): a queue table under a sequence of autovacuum settings.
+"""The churn study, after "Optimizing Postgres's Auto-Vacuum for Blazingly-High-Churn Tables"
+(Tembo blog, 2023): a queue table under a sequence of autovacuum settings.
 
 Every pgbench transaction inserts a row, takes the oldest row with ``FOR UPDATE SKIP LOCKED``,
 updates it and deletes it: one ``DO`` block, as in the post, so a transaction that finds no row
@@ -11,16 +12,14 @@ the step ends: an interrupted run keeps every finished step and ``--resume`` run
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import shutil
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -28,13 +27,16 @@ from psycopg import sql
 
 from vacuumlab.collect.sampler import Sample, Sampler, autovacuum_runs
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import SCHEMA, Planned, StudyRun
+from vacuumlab.lab.progress import Progress
+from vacuumlab.lab.run import SCHEMA, Measured, Planned, Series, StudyRun, work_session
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
+from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
 from vacuumlab.stats import analysis
-from vacuumlab.studies.churn_spec import POST_STEPS, PRESETS, STUDY, Step
+from vacuumlab.studies.churn_spec import STUDY
+from vacuumlab.studies.shared import checkpoint_if_allowed
 
 TABLE = "bencher"
 
@@ -83,76 +85,6 @@ TABLE_SETTINGS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class ChurnConfig:
-    """Everything a churn run depends on; stored with the run, so ``--resume`` can rebuild it."""
-
-    steps: tuple[Step, ...] = POST_STEPS
-    preset: str = "quick"
-    seconds: int = 90
-    warmup: int = 10
-    backlog: int = 100_000
-    clients: int = 4
-    jobs: int = 2
-    repeat: int = 1
-    continuous: bool = False
-    target: str = "sandbox"
-
-    def params(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["steps"] = [
-            {"number": n, "name": s.name, "scope": s.scope, "settings": dict(s.settings)}
-            for n, s in enumerate(self.steps, start=1)
-        ]
-        return data
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> ChurnConfig:
-        steps = tuple(Step(s["name"], dict(s["settings"]), s["scope"]) for s in params["steps"])
-        known = {k: v for k, v in params.items() if k in cls.__dataclass_fields__}
-        return cls(**(known | {"steps": steps}))
-
-
-def machine_clients() -> tuple[int, int]:
-    """Clients and pgbench threads for this machine: four clients per core, a thread per core.
-
-    Measured on 2 cores (backlog 100,000, 8 s each): 2 clients 3,489 tps, 4 clients 4,238,
-    8 clients 5,455, 16 clients 5,199 — past four per core, clients only queue.
-    """
-    cores = os.cpu_count() or 2
-    return 4 * cores, cores
-
-
-def make_config(
-    preset: str = "quick",
-    *,
-    steps: tuple[Step, ...] | None = None,
-    **overrides: Any,
-) -> ChurnConfig:
-    """A config from a preset, with any field overridden (None leaves the preset's value)."""
-    if preset not in PRESETS:
-        raise VacuumlabError(f"unknown preset {preset!r}; choose {', '.join(PRESETS)}")
-    base = PRESETS[preset]
-    clients, jobs = machine_clients()
-    config = ChurnConfig(
-        steps=steps or POST_STEPS,
-        preset=preset,
-        seconds=base.seconds,
-        warmup=base.warmup,
-        backlog=base.backlog,
-        clients=base.clients or clients,
-        jobs=min(jobs, base.clients or clients),
-    )
-    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
-    if config.warmup >= config.seconds:
-        raise VacuumlabError(f"--warmup ({config.warmup} s) must be shorter than --seconds")
-    if min(config.seconds, config.clients, config.jobs, config.repeat) < 1:
-        raise VacuumlabError("--seconds, --clients, --jobs and --repeat must be at least 1")
-    if config.backlog < 0:
-        raise VacuumlabError("--backlog must not be negative")
-    return replace(config, jobs=min(config.jobs, config.clients))
-
-
 def load_steps(path: Path) -> tuple[Step, ...]:
     """Steps from a TOML file: ``[[step]]`` tables with ``name``, ``scope`` and ``settings``.
 
@@ -198,64 +130,50 @@ def _toml_value(value: object, where: str) -> str:
     raise VacuumlabError(f"{where}: setting values must be strings, numbers or booleans")
 
 
-# -- progress ----------------------------------------------------------------------------------
-
-
-class Reporter(Protocol):
-    """What a run tells whoever watches it (the CLI draws a progress bar from it)."""
-
-    def step_started(self, label: str, seconds: int) -> None: ...
-    def tick(self, elapsed: float, tps: float | None, dead: int | None) -> None: ...
-    def step_finished(self, label: str, metrics: Mapping[str, Any]) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-class Silent:
-    """A reporter that says nothing."""
-
-    def step_started(self, label: str, seconds: int) -> None:
-        pass
-
-    def tick(self, elapsed: float, tps: float | None, dead: int | None) -> None:
-        pass
-
-    def step_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
-        pass
-
-    def message(self, text: str) -> None:
-        pass
-
-
 # -- the run -----------------------------------------------------------------------------------
 
 
-class ChurnRun(StudyRun[ChurnConfig, Reporter]):
+class ChurnRun(StudyRun[ChurnConfig, ChurnPoint]):
     """One run of the study on one target, recording into one store."""
 
     study = STUDY
+    config_type = ChurnConfig
     tables = (TABLE,)
+    _fresh_table = True
 
-    def silent(self) -> Reporter:
-        return Silent()
+    def describe(self) -> str:
+        c = self.config
+        return (
+            f"{len(c.steps)} steps × {c.seconds} s, "
+            f"{c.clients} clients, {c.jobs} threads, backlog {c.backlog:,}"
+        )
 
-    def plan(self) -> list[Planned]:
+    def plan(self) -> list[Planned[ChurnPoint]]:
         return [
-            Planned(_step_params(n, step), rep)
+            Planned(ChurnPoint(n, step), rep)
             for rep in range(self.config.repeat)
             for n, step in enumerate(self.config.steps, start=1)
         ]
 
-    def measure(self, todo: list[Planned]) -> None:
-        fresh_table = True
-        for planned in todo:
-            number = int(planned.params["step"])
-            step = self.config.steps[number - 1]
-            label = f"step {number}/{len(self.config.steps)}: {step.name}"
-            if self.config.repeat > 1:
-                label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
-            self._prepare(step, fresh_table or not self.config.continuous)
-            fresh_table = False
-            self._measure(number, step, planned.repetition, label)
+    def label(self, planned: Planned[ChurnPoint]) -> str:
+        point = planned.point
+        label = f"step {point.number}/{len(self.config.steps)}: {point.step.name}"
+        if self.config.repeat > 1:
+            label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
+        return label
+
+    def seconds(self, planned: Planned[ChurnPoint]) -> int:
+        return self.config.seconds
+
+    def measure_point(self, planned: Planned[ChurnPoint]) -> Measured:
+        """Set the step up, run its load, summarise it; the point starts when the load does
+        (t = 0 of its series)."""
+        point = planned.point
+        self._prepare(point.step, self._fresh_table or not self.config.continuous)
+        self._fresh_table = False
+        result = _run_load(self.target, self._load(point, planned.repetition), self.progress)
+        metrics, series = summarize_step(result, self.config)
+        return Measured(metrics, series, started_at=result.started_at)
 
     def validate(self) -> None:
         """Check every step's settings before anything is measured."""
@@ -273,9 +191,9 @@ class ChurnRun(StudyRun[ChurnConfig, Reporter]):
                 'use scope = "server"'
             )
         # Let PostgreSQL judge the values, on a temporary table that vanishes with the session.
-        with psycopg.connect(self.target.dsn, autocommit=True) as conn:
+        with work_session(self.target.dsn) as session:
             try:
-                conn.execute(
+                session.execute(
                     sql.SQL("CREATE TEMP TABLE vacuumlab_check (id int) WITH ({})").format(
                         self._reloptions(step)
                     )
@@ -302,7 +220,7 @@ class ChurnRun(StudyRun[ChurnConfig, Reporter]):
         if step.scope == "server":
             self.target.apply(step.settings)
         if recreate:
-            self.reporter.message(f"loading {self.config.backlog:,} backlog rows")
+            self.progress.message(f"loading {self.config.backlog:,} backlog rows")
             _create_table(self.target.dsn, self.config.backlog)
         if step.scope == "table":
             execute_sql(
@@ -312,17 +230,17 @@ class ChurnRun(StudyRun[ChurnConfig, Reporter]):
                 ),
             )
 
-    def _measure(self, number: int, step: Step, repetition: int, label: str) -> None:
-        assert self.run_id is not None
-        directory = self.artifacts / f"step-{number}-rep-{repetition}"
-        # Logs left by an attempt that was interrupted belong to no stored point (the last
-        # line of each may be cut off): a step starts from an empty log directory.
+    def _load(self, point: ChurnPoint, repetition: int) -> pgbench.Load:
+        """The step's pgbench load, logging into an empty directory of its own: logs left by
+        an interrupted attempt belong to no stored point (the last line of each may be cut
+        off)."""
+        directory = self.artifacts / f"step-{point.number}-rep-{repetition}"
         if directory.exists():
             shutil.rmtree(directory)
         directory.mkdir(parents=True)
         script = directory / "churn.sql"
         script.write_text(SCRIPT, encoding="utf-8")
-        load = pgbench.Load(
+        return pgbench.Load(
             script=script,
             clients=self.config.clients,
             jobs=self.config.jobs,
@@ -330,29 +248,12 @@ class ChurnRun(StudyRun[ChurnConfig, Reporter]):
             log_prefix=directory / "pgbench_log",
             progress=True,
         )
-        self.reporter.step_started(label, self.config.seconds)
-        result = _run_load(self.target, load, self.reporter)
-        metrics, series = summarize_step(result, self.config)
-        self.store.record_point(
-            self.run_id,
-            _step_params(number, step),
-            repetition,
-            metrics,
-            started_at=result.started_at,  # the moment the load started: t = 0 of the series
-            ended_at=datetime.now(UTC),
-            series=series,
-        )
-        self.reporter.step_finished(label, metrics)
-
-
-def _step_params(number: int, step: Step) -> dict[str, Any]:
-    return {"step": number, "name": step.name, "scope": step.scope, "settings": step.settings}
 
 
 def execute_sql(dsn: str, *statements: sql.SQL | sql.Composed) -> None:
-    with psycopg.connect(dsn, autocommit=True, application_name="vacuumlab") as conn:
+    with work_session(dsn) as session:
         for statement in statements:
-            conn.execute(statement)
+            session.execute(statement)
 
 
 def _create_table(dsn: str, backlog: int) -> None:
@@ -373,16 +274,13 @@ def _create_table(dsn: str, backlog: int) -> None:
         ).format(table, sql.Literal(backlog)),
         sql.SQL("VACUUM (ANALYZE) {}").format(table),
     )
-    # CHECKPOINT needs superuser or pg_checkpoint (15+); without it the run goes on.
-    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-        execute_sql(dsn, sql.SQL("CHECKPOINT"))
+    with work_session(dsn) as session:
+        checkpoint_if_allowed(session)
 
 
 def _table_oid(dsn: str) -> int:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT %s::regclass::oid::bigint", [f"{SCHEMA}.{TABLE}"]).fetchone()
-    assert row is not None
-    return int(row[0])
+    with connect(dsn) as session:
+        return int(session.scalar("SELECT %s::regclass::oid::bigint", [f"{SCHEMA}.{TABLE}"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,16 +293,17 @@ class LoadResult:
     started_at: datetime
 
 
-def _run_load(target: Target, load: pgbench.Load, reporter: Reporter) -> LoadResult:
+def _run_load(target: Target, load: pgbench.Load, progress: Progress) -> LoadResult:
+    """Run the load while the sampler polls the table; live TPS (pgbench's own) and dead
+    tuples (the sampler's) go to the progress display."""
     sampler = Sampler(target.dsn, _table_oid(target.dsn)).start()
-    tps: list[float] = []
 
     def on_line(line: str) -> None:
-        progress = pgbench.parse_progress(line)
-        if progress is not None:
-            tps.append(progress[1])
+        seen = pgbench.parse_progress(line)
+        if seen is not None:
             latest = sampler.latest
-            reporter.tick(progress[0], progress[1], latest.n_dead_tup if latest else None)
+            live = {"tps": seen[1], "dead tuples": latest.n_dead_tup if latest else None}
+            progress.tick(seen[0], live)
 
     started_at = datetime.now(UTC)
     load_start = started_at.timestamp()
@@ -417,9 +316,6 @@ def _run_load(target: Target, load: pgbench.Load, reporter: Reporter) -> LoadRes
     assert load.log_prefix is not None
     transactions = analysis.read_pgbench_logs(pgbench.log_files(load.log_prefix))
     return LoadResult(transactions, samples, load_start, started_at)
-
-
-Series = dict[str, list[tuple[float, float | None]]]
 
 
 def summarize_step(result: LoadResult, config: ChurnConfig) -> tuple[dict[str, Any], Series]:

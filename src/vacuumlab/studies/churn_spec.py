@@ -1,16 +1,18 @@
 """What the churn study measures and stores: the contract between the run and its report.
 
 The study reproduces "Optimizing Postgres's Auto-Vacuum for Blazingly-High-Churn Tables"
-(seed 000): a queue table under six autovacuum settings. Each stored point is one step (one
+(Tembo blog, 2023): a queue table under six autovacuum settings. Each stored point is one step (one
 repetition); its metrics and per-second series use the names below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
+from vacuumlab.records.churn import POST_STEPS, Step
 from vacuumlab.records.publication import Publication
+
+__all__ = ["POST_STEPS", "PUBLICATION", "PUBLISHED", "STUDY", "Published", "Step"]
 
 STUDY = "churn"
 #: The published work this study reproduces.
@@ -18,42 +20,6 @@ PUBLICATION = Publication(
     title="Optimizing Postgres's Auto-Vacuum for Blazingly-High-Churn Tables",
     site="Tembo blog",
     year=2023,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """A named set of settings, applied server-wide or to the queue table only."""
-
-    name: str
-    settings: dict[str, str]
-    scope: Literal["server", "table"] = "server"
-
-
-_DEFAULTS = {
-    "autovacuum_vacuum_scale_factor": "0.2",
-    "autovacuum_vacuum_cost_delay": "20ms",
-    "autovacuum_vacuum_cost_limit": "-1",
-    "vacuum_cost_limit": "200",
-    "autovacuum_naptime": "1min",
-}
-_COST = _DEFAULTS | {
-    "autovacuum_vacuum_cost_delay": "10ms",
-    "autovacuum_vacuum_cost_limit": "10000",
-}
-_SCALE = _COST | {"autovacuum_vacuum_scale_factor": "0.1"}
-_NAP30 = _SCALE | {"autovacuum_naptime": "30s"}
-_NODELAY = _NAP30 | {"autovacuum_vacuum_cost_delay": "0"}
-_NAP10 = _NODELAY | {"autovacuum_naptime": "10s"}
-
-#: The post's six steps, in its order; each carries every setting it runs with.
-POST_STEPS: tuple[Step, ...] = (
-    Step("defaults", _DEFAULTS),
-    Step("cost_delay 10ms, cost_limit 10000", _COST),
-    Step("+ scale_factor 0.1", _SCALE),
-    Step("+ naptime 30s", _NAP30),
-    Step("+ cost_delay 0", _NODELAY),
-    Step("+ naptime 10s", _NAP10),
 )
 
 
@@ -74,21 +40,6 @@ PUBLISHED: dict[int, Published | None] = {
     4: None,
     5: Published(4806.122368, 3.106, 0.950),
     6: Published(5267.879897, 2.825, 0.812),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    seconds: int
-    warmup: int
-    clients: int | None  # None: suited to the machine
-    backlog: int = 100_000
-
-
-PRESETS: dict[str, Preset] = {
-    "quick": Preset(seconds=90, warmup=10, clients=None),
-    "demo": Preset(seconds=35, warmup=5, clients=None, backlog=50_000),
-    "paper": Preset(seconds=300, warmup=10, clients=15),
 }
 
 

@@ -1,4 +1,6 @@
-"""The cost-driver study (seed 001): is vacuum's cost driven by dead tuples or by dirty pages?
+"""The cost-driver study, after "PostgreSQL autovacuum internals, with a benchmark of dead
+tuples against dirty pages" (Percona Community blog, 2026): is vacuum's cost driven by dead
+tuples or by dirty pages?
 
 One point: a fresh table of ``rows`` rows of 128 bytes, frozen (and checked frozen with
 ``pg_visibility_map_summary``), ``k`` redundant B-tree indexes on ``id``, then a DELETE of the
@@ -16,9 +18,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any, Protocol, get_args
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -26,18 +27,15 @@ from psycopg import sql
 from vacuumlab.collect.sampler import Sample
 from vacuumlab.collect.vacuum_log import VacuumReport, parse_report, reports_in_log
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
+from vacuumlab.lab.progress import Progress
+from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun
 from vacuumlab.model.cost import CostSettings, throttle_seconds, vacuum_cost
 from vacuumlab.pg.connect import Session, VersionTooOld, connect
 from vacuumlab.pg.target import Target
+from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint, Distribution
 from vacuumlab.records.snapshot import IoRow, Wal
-from vacuumlab.studies.cost_driver_spec import (
-    PRESETS,
-    STUDY,
-    Distribution,
-    Mode,
-    point_params,
-)
+from vacuumlab.studies.cost_driver_spec import STUDY
+from vacuumlab.studies.shared import checkpoint
 
 TABLE = "bench_table"
 #: Autoanalyze must not run inside the measurement: a threshold it cannot reach.
@@ -57,52 +55,6 @@ COST_SETTINGS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class CostDriverConfig(StoredConfig):
-    """Everything a run depends on; stored with the run so ``--resume`` can rebuild it."""
-
-    preset: str = "quick"
-    rows: int = 1_000_000
-    distributions: tuple[Distribution, ...] = ("compact", "spread")
-    dead_pcts: tuple[int, ...] = (10, 25, 50)
-    indexes: tuple[int, ...] = (0, 1, 3, 5)
-    repeat: int = 3
-    manual: bool = False
-    target: str = "sandbox"
-
-
-def make_config(preset: str = "quick", **overrides: Any) -> CostDriverConfig:
-    """A config from a preset with fields overridden (None keeps the preset's value)."""
-    if preset not in PRESETS:
-        raise VacuumlabError(f"unknown preset {preset!r}; choose {', '.join(PRESETS)}")
-    base = PRESETS[preset]
-    config = CostDriverConfig(
-        preset=preset,
-        rows=base.rows,
-        distributions=base.distributions,
-        dead_pcts=base.dead_pcts,
-        indexes=base.indexes,
-        repeat=base.repeat,
-    )
-    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
-    _check(config)
-    return config
-
-
-def _check(config: CostDriverConfig) -> None:
-    unknown = set(config.distributions) - set(get_args(Distribution))
-    if unknown or not config.distributions:
-        raise VacuumlabError(f"distributions are compact and spread, not {sorted(unknown)}")
-    if not config.dead_pcts or any(not 0 < p < 100 for p in config.dead_pcts):
-        raise VacuumlabError("dead shares are percentages between 1 and 99")
-    if not config.indexes or any(not 0 <= k <= 20 for k in config.indexes):
-        raise VacuumlabError("index counts are between 0 and 20")
-    if config.rows < 1000:
-        raise VacuumlabError("--rows must be at least 1,000")
-    if config.repeat < 1:
-        raise VacuumlabError("--repeat must be at least 1")
-
-
 def delete_predicate(distribution: Distribution, dead_pct: int, rows: int) -> sql.Composed:
     """Which rows die. Compact: the first ids, which fill the first pages. Spread: every
     (100/dead_pct)-th id, so every page loses some rows; ``floor(id·p)`` rising by one picks
@@ -113,48 +65,33 @@ def delete_predicate(distribution: Distribution, dead_pct: int, rows: int) -> sq
     return sql.SQL("floor(id * {0}) > floor((id - 1) * {0})").format(share)
 
 
-class Reporter(Protocol):
-    def start(self, total: int) -> None: ...
-    def point_started(self, label: str) -> None: ...
-    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None: ...
-    def message(self, text: str) -> None: ...
-
-
-class Silent:
-    def start(self, total: int) -> None:
-        pass
-
-    def point_started(self, label: str) -> None:
-        pass
-
-    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
-        pass
-
-    def message(self, text: str) -> None:
-        pass
-
-
-class CostDriverRun(StudyRun[CostDriverConfig, Reporter]):
+class CostDriverRun(StudyRun[CostDriverConfig, CostDriverPoint]):
     """One run of the matrix on one target."""
 
     study = STUDY
+    config_type = CostDriverConfig
     tables = (TABLE,)
 
-    def silent(self) -> Reporter:
-        return Silent()
-
-    def plan(self) -> list[Planned]:
-        """Repetitions outermost, so drift in the machine spreads over every combination."""
-        modes: tuple[Mode, ...] = (
-            ("autovacuum", "manual") if self.config.manual else ("autovacuum",)
+    def describe(self) -> str:
+        """One line: the matrix."""
+        c = self.config
+        return (
+            f"{c.rows:,} rows × {'/'.join(c.distributions)} × dead "
+            f"{'/'.join(map(str, c.dead_pcts))} % × indexes "
+            f"{'/'.join(map(str, c.indexes))} × {c.repeat} repetitions"
+            f"{' + manual VACUUM' if c.manual else ''}"
         )
+
+    def plan(self) -> list[Planned[CostDriverPoint]]:
+        """Repetitions outermost, so drift in the machine spreads over every combination."""
+        c = self.config
         return [
-            Planned(point_params(dist, dead, k, self.config.rows, mode), rep)
-            for rep in range(self.config.repeat)
-            for dist in self.config.distributions
-            for dead in self.config.dead_pcts
-            for k in self.config.indexes
-            for mode in modes
+            Planned(CostDriverPoint(dist, dead, k, c.rows, mode), rep)
+            for rep in range(c.repeat)
+            for dist in c.distributions
+            for dead in c.dead_pcts
+            for k in c.indexes
+            for mode in c.modes()
         ]
 
     def validate(self) -> None:
@@ -162,45 +99,32 @@ class CostDriverRun(StudyRun[CostDriverConfig, Reporter]):
         with connect(self.target.dsn, read_only=False) as session:
             _visibility_function(session)  # installs pg_visibility, or says why it cannot
 
-    def measure(self, todo: list[Planned]) -> None:
+    def prepare(self) -> None:
         self.target.apply({"autovacuum_naptime": "1s"})
-        self.reporter.start(len(todo))
-        for planned in todo:
-            p = planned.params
-            label = (
-                f"{p['distribution']} {p['dead_pct']} % dead, {p['indexes']} indexes"
-                f"{' (manual VACUUM)' if p['mode'] == 'manual' else ''}"
-                f", repetition {planned.repetition + 1}/{self.config.repeat}"
-            )
-            self.reporter.point_started(label)
-            started = _now()
-            metrics = measure_point(self.target, p, self.reporter)
-            self.store.record_point(
-                self.run_id or 0,
-                p,
-                planned.repetition,
-                metrics,
-                started_at=started,
-                ended_at=_now(),
-            )
-            self.reporter.point_finished(label, metrics)
 
+    def label(self, planned: Planned[CostDriverPoint]) -> str:
+        p = planned.point
+        return (
+            f"{p.distribution} {p.dead_pct} % dead, {p.indexes} indexes"
+            f"{' (manual VACUUM)' if p.mode == 'manual' else ''}"
+            f", repetition {planned.repetition + 1}/{self.config.repeat}"
+        )
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+    def measure_point(self, planned: Planned[CostDriverPoint]) -> Measured:
+        return Measured(measure_point(self.target, planned.point, self.progress))
 
 
 # -- one point -----------------------------------------------------------------------------------
 
 
-def measure_point(target: Target, p: Mapping[str, Any], reporter: Reporter) -> dict[str, Any]:
+def measure_point(target: Target, p: CostDriverPoint, progress: Progress) -> dict[str, Any]:
     """Set up the table for point ``p``, measure one vacuum of it, return the metrics."""
     with connect(target.dsn, read_only=False, application_name="vacuumlab-cost-driver") as s:
         s.conn.execute("SET statement_timeout = 0")  # loading and vacuuming take their time
         visibility = _visibility_function(s)
         table = sql.Identifier(SCHEMA, TABLE)
-        reporter.message(f"loading {p['rows']:,} rows and freezing them")
-        heap_pages, attempts = _load_frozen(s, table, visibility, int(p["rows"]), int(p["indexes"]))
+        progress.message(f"loading {p.rows:,} rows and freezing them")
+        heap_pages, attempts = _load_frozen(s, table, visibility, p.rows, p.indexes)
         deleted = _delete(s, table, p)
         before_vm = _vm_summary(s, table, visibility)
         metrics: dict[str, Any] = {
@@ -216,7 +140,7 @@ def measure_point(target: Target, p: Mapping[str, Any], reporter: Reporter) -> d
         if target.sandbox is not None:
             _reset_shared_counters(s)
         before = _Counters.read(s)
-        if p["mode"] == "manual":
+        if p.mode == "manual":
             report, wall, elapsed = _manual_vacuum(s, table)
             metrics |= {"duration_wall_s": wall, "duration_stats_s": elapsed}
         else:
@@ -229,7 +153,7 @@ def measure_point(target: Target, p: Mapping[str, Any], reporter: Reporter) -> d
     metrics |= {"vm_all_visible_after": after_vm[0], "vm_all_frozen_after": after_vm[1]}
     metrics |= before.delta(after)
     metrics |= _report_metrics(report)
-    metrics |= _cost_metrics(settings, report, manual=p["mode"] == "manual")
+    metrics |= _cost_metrics(settings, report, manual=p.mode == "manual")
     return metrics
 
 
@@ -272,10 +196,10 @@ def _regclass() -> sql.Composed:
     return sql.SQL("{}::regclass").format(sql.Literal(f"{SCHEMA}.{TABLE}"))
 
 
-def _delete(s: Session, table: sql.Identifier, p: Mapping[str, Any]) -> int:
+def _delete(s: Session, table: sql.Identifier, p: CostDriverPoint) -> int:
     """Delete the point's rows, then wait until the statistics system has the dead tuples
     (a backend flushes its counts asynchronously; autovacuum reads them from there)."""
-    predicate = delete_predicate(p["distribution"], int(p["dead_pct"]), int(p["rows"]))
+    predicate = delete_predicate(p.distribution, p.dead_pct, p.rows)
     cur = s.conn.execute(sql.SQL("DELETE FROM {} WHERE {}").format(table, predicate))
     deleted = cur.rowcount
     deadline = time.monotonic() + 30
@@ -318,17 +242,8 @@ def _visibility_function(s: Session) -> sql.Composable:
     return sql.Identifier(str(schema).strip('"'), "pg_visibility_map_summary")
 
 
-def checkpoint(s: Session) -> None:
-    try:
-        s.execute("CHECKPOINT")
-    except psycopg.errors.InsufficientPrivilege:
-        raise VacuumlabError(
-            "the study needs CHECKPOINT: a superuser or a member of pg_checkpoint (15+)"
-        ) from None
-
-
 def _reset_shared_counters(s: Session) -> None:
-    """Zero the shared I/O, bgwriter, checkpointer and WAL counters, as the seed does, so the
+    """Zero the shared I/O, bgwriter, checkpointer and WAL counters, as the post does, so the
     server's own views read as this vacuum alone. The metrics are before/after differences
     either way; a named server is never reset, because its monitoring relies on them."""
     targets = {"bgwriter": 130000, "wal": 140000, "io": 160000, "checkpointer": 170000}
@@ -566,13 +481,3 @@ def _cost_metrics(
         )
         metrics |= {"predicted_cost": total, "predicted_delay_s": throttle_seconds(total, cost)}
     return metrics
-
-
-def describe(config: CostDriverConfig) -> str:
-    """One line: the matrix."""
-    return (
-        f"{config.rows:,} rows × {'/'.join(config.distributions)} × dead "
-        f"{'/'.join(map(str, config.dead_pcts))} % × indexes "
-        f"{'/'.join(map(str, config.indexes))} × {config.repeat} repetitions"
-        f"{' + manual VACUUM' if config.manual else ''}"
-    )

@@ -1,15 +1,13 @@
 """What the cost-driver study measures and stores: the contract between the run and its report.
 
-The study reproduces the benchmark of seed 001 ("is vacuum cost driven by dead tuples or by
-dirty pages?"): a frozen table, dead tuples deleted either compactly (the first pages) or
-spread over every page, 0 to 5 redundant B-tree indexes, and one autovacuum measured per point.
-"""
+The study reproduces the benchmark of "PostgreSQL autovacuum internals, with a benchmark of dead
+tuples against dirty pages" (Percona Community blog, 2026): a frozen table, dead tuples deleted
+either compactly (the first pages) or spread over every page, 0 to 5 redundant B-tree indexes, and
+one autovacuum measured per point."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from vacuumlab.records.cost_driver import CostDriverPoint, Distribution, Mode
 from vacuumlab.records.publication import Publication
 
 STUDY = "cost-driver"
@@ -20,31 +18,13 @@ PUBLICATION = Publication(
     year=2026,
 )
 
-Distribution = Literal["compact", "spread"]
-Mode = Literal["autovacuum", "manual"]
-
-
-@dataclass(frozen=True, slots=True)
-class Preset:
-    rows: int
-    distributions: tuple[Distribution, ...]
-    dead_pcts: tuple[int, ...]
-    indexes: tuple[int, ...]
-    repeat: int
-
-
-PRESETS: dict[str, Preset] = {
-    "quick": Preset(1_000_000, ("compact", "spread"), (10, 25, 50), (0, 1, 3, 5), 3),
-    "paper": Preset(10_000_000, ("compact", "spread"), (10, 25, 50), (0, 1, 2, 3, 4, 5), 10),
-}
-
-#: Seed 001, 0 indexes, 10M rows, PG 18.4, medians of 10: dead % -> (compact s, spread s).
+#: The post, 0 indexes, 10M rows, PG 18.4, medians of 10: dead % -> (compact s, spread s).
 PUBLISHED_ZERO_INDEX: dict[int, tuple[float, float]] = {
     10: (5.0, 43.6),
     25: (11.5, 43.6),
     50: (21.8, 43.4),
 }
-#: Seed 001, compact 50 %, 0..5 indexes: median seconds ("around 5 s per index").
+#: The post, compact 50 %, 0..5 indexes: median seconds ("around 5 s per index").
 PUBLISHED_COMPACT_50_BY_INDEXES: tuple[float, ...] = (21.8, 28.1, 32.6, 37.6, 42.3, 47.4)
 
 
@@ -52,13 +32,7 @@ def point_params(
     distribution: Distribution, dead_pct: int, indexes: int, rows: int, mode: Mode
 ) -> dict[str, object]:
     """A point's parameters as stored (``points.params``)."""
-    return {
-        "distribution": distribution,
-        "dead_pct": dead_pct,
-        "indexes": indexes,
-        "rows": rows,
-        "mode": mode,
-    }
+    return CostDriverPoint(distribution, dead_pct, indexes, rows, mode).params()
 
 
 #: Per-point metrics (``points.metrics``). Pages are 8 kB blocks; times in seconds; None where

@@ -1,4 +1,5 @@
-"""The fillfactor study (seed 002): pgbench's TPC-B at data sizes relative to memory ×
+"""The fillfactor study, after "What is fillfactor and how does it affect PostgreSQL
+performance?" (CYBERTEC blog, 2020): pgbench's TPC-B at data sizes relative to memory ×
 fillfactor.
 
 One point: ``pgbench -i -F fillfactor -s scale`` loads fresh tables, a CHECKPOINT, a warm-up
@@ -22,131 +23,35 @@ import contextlib
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import SCHEMA, Planned, StoredConfig, StudyRun
+from vacuumlab.lab.progress import Progress
+from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun, work_session
 from vacuumlab.pg import pgbench, queries
 from vacuumlab.pg.connect import Session, Timeouts, connect
-from vacuumlab.pg.settings import SettingSpec, to_base_unit
 from vacuumlab.pg.target import Target
+from vacuumlab.records.fillfactor import FillfactorConfig, FillfactorPoint, memory_bytes
 from vacuumlab.store import Store
-from vacuumlab.studies.cost_driver import Reporter, Silent
-from vacuumlab.studies.fillfactor_spec import (
-    FILLFACTOR_MAX,
-    FILLFACTOR_MIN,
-    PRESETS,
-    SIZE_LABELS,
-    SIZES,
-    STUDY,
-    Size,
-    point_params,
-    scale_for,
-)
+from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
+from vacuumlab.studies.shared import checkpoint_if_allowed
 
 ACCOUNTS = "pgbench_accounts"
 #: pgbench's tables: dropped at the end on a named server (StudyRun._clean_up).
 PGBENCH_TABLES = (ACCOUNTS, "pgbench_branches", "pgbench_tellers", "pgbench_history")
-#: The statement whose time the seed reports; pgbench's TPC-B sends it with this prefix.
+#: The statement whose time the post reports; pgbench's TPC-B sends it with this prefix.
 UPDATE_PREFIX = "UPDATE pgbench_accounts SET abalance"
-#: Smallest shared_buffers the study accepts: below it "memory" means nothing for TPC-B.
-MIN_MEMORY_BYTES = 16 * 2**20
 #: A backend hands its table counters to the statistics system when it exits; how long to
 #: wait for pgbench's backends to do so after pgbench has ended.
 STATS_WAIT_S = 10.0
 #: Statements that load and checkpoint gigabytes run without the default 5 s limit.
 LONG = Timeouts(statement_ms=0, lock_ms=5000)
-
-# shared_buffers as pg_settings describes it, to parse "128MB" before any server is reached.
-_SHARED_BUFFERS = SettingSpec(
-    "shared_buffers", "16384", "8kB", "integer", "postmaster", "16", "1073741823", None
-)
-
-
-# -- configuration ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class FillfactorConfig(StoredConfig):
-    """Everything a run depends on; stored with the run so ``--resume`` can rebuild it.
-
-    ``shared_buffers`` is None on a named server: the study then uses the server's own value.
-    """
-
-    preset: str = "quick"
-    sizes: tuple[Size, ...] = ("fits", "2x")
-    fillfactors: tuple[int, ...] = (70, 80, 90, 100)
-    seconds: int = 45
-    warmup: int = 5
-    repeat: int = 2
-    clients: int = 2
-    jobs: int = 1
-    shared_buffers: str | None = "128MB"
-    target: str = "sandbox"
-
-
-def make_config(preset: str = "quick", **overrides: Any) -> FillfactorConfig:
-    """A config from a preset with fields overridden (None keeps the preset's value).
-
-    On a named server (``target="server"``) shared_buffers stays the server's own unless the
-    caller names a value, which validation then refuses (only the sandbox is restarted).
-    """
-    if preset not in PRESETS:
-        raise VacuumlabError(f"unknown preset {preset!r}; choose {', '.join(PRESETS)}")
-    base = PRESETS[preset]
-    named = overrides.get("target") == "server"
-    config = FillfactorConfig(
-        preset=preset,
-        sizes=base.sizes,
-        fillfactors=base.fillfactors,
-        seconds=base.seconds,
-        warmup=base.warmup,
-        repeat=base.repeat,
-        clients=base.clients,
-        jobs=base.jobs,
-        shared_buffers=None if named else base.shared_buffers,
-    )
-    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
-    check(config)
-    return replace(config, jobs=min(config.jobs, config.clients))
-
-
-def check(config: FillfactorConfig) -> None:
-    """Refuse a config that cannot run, with a one-line reason."""
-    unknown = sorted(set(config.sizes) - set(get_args(Size)))
-    if unknown or not config.sizes:
-        raise VacuumlabError(f"sizes are {', '.join(SIZES)}, not {', '.join(unknown) or 'none'}")
-    bad = [f for f in config.fillfactors if not FILLFACTOR_MIN <= f <= FILLFACTOR_MAX]
-    if bad or not config.fillfactors:
-        raise VacuumlabError(f"fillfactors are between {FILLFACTOR_MIN} and {FILLFACTOR_MAX}")
-    if _repeats(config.sizes) or _repeats(config.fillfactors):
-        raise VacuumlabError("sizes and fillfactors must not repeat")
-    if min(config.seconds, config.clients, config.jobs, config.repeat) < 1:
-        raise VacuumlabError("--seconds, --clients, --jobs and --repeat must be at least 1")
-    if not 0 <= config.warmup < config.seconds:
-        raise VacuumlabError(f"the warm-up ({config.warmup} s) must be shorter than --seconds")
-    if config.shared_buffers is not None:
-        memory_bytes(config.shared_buffers)
-
-
-def _repeats(values: tuple[object, ...]) -> bool:
-    return len(set(values)) != len(values)
-
-
-def memory_bytes(text: str) -> int:
-    """shared_buffers (``"128MB"``, ``"16384"`` in 8 kB pages) in bytes."""
-    pages = to_base_unit(_SHARED_BUFFERS, text)
-    value = int(pages * 8192)
-    if value < MIN_MEMORY_BYTES:
-        raise VacuumlabError(f"shared_buffers {text} is too small; use at least 16MB")
-    return value
 
 
 def describe(config: FillfactorConfig) -> str:
@@ -400,10 +305,11 @@ def wait_for_counters(s: Session, before: Counters, transactions: int) -> Counte
 # -- the run ---------------------------------------------------------------------------------
 
 
-class FillfactorRun(StudyRun[FillfactorConfig, Reporter]):
+class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
     """One run of the matrix on one target."""
 
     study = STUDY
+    config_type = FillfactorConfig
     tables = PGBENCH_TABLES
 
     def __init__(
@@ -411,24 +317,24 @@ class FillfactorRun(StudyRun[FillfactorConfig, Reporter]):
         config: FillfactorConfig,
         target: Target,
         store: Store,
-        reporter: Reporter | None = None,
+        progress: Progress | None = None,
         run_id: int | None = None,
     ) -> None:
-        super().__init__(config, target, store, reporter, run_id)
+        super().__init__(config, target, store, progress, run_id)
         self.memory = 0
         self._view: sql.Composable | None = None
         self._created_extension = False
 
-    def silent(self) -> Reporter:
-        return Silent()
+    def describe(self) -> str:
+        return describe(self.config)
 
     def validate(self) -> None:
-        check(self.config)
+        self.config.check()
         self.memory = self._memory()
         with connect(self.target.dsn, read_only=False) as session:
             self._view, self._created_extension = statements_view(session)
         if self._view is None:
-            self.reporter.message(
+            self.progress.message(
                 "pg_stat_statements is not available: the UPDATE time is not measured"
             )
 
@@ -446,37 +352,19 @@ class FillfactorRun(StudyRun[FillfactorConfig, Reporter]):
         self.target.check({"shared_buffers": wanted})
         return memory_bytes(wanted)
 
-    def plan(self) -> list[Planned]:
+    def plan(self) -> list[Planned[FillfactorPoint]]:
         """Repetitions outermost, so drift in the machine spreads over every combination; the
         fillfactor order reverses every other repetition, so a drift within a repetition does
         not always favour the same fillfactor."""
-        planned = []
+        planned: list[Planned[FillfactorPoint]] = []
         for rep in range(self.config.repeat):
             order = self.config.fillfactors[:: -1 if rep % 2 else 1]
             for size in self.config.sizes:
                 scale = scale_for(size, self.memory)
-                planned += [Planned(point_params(size, ff, scale), rep) for ff in order]
+                planned += [Planned(FillfactorPoint(size, ff, scale), rep) for ff in order]
         return planned
 
-    def measure(self, todo: list[Planned]) -> None:
-        self._set_memory()
-        self.reporter.start(len(todo))
-        for planned in todo:
-            p = planned.params
-            label = (
-                f"{SIZE_LABELS[p['size']]} (scale {p['scale']}), fillfactor {p['fillfactor']}, "
-                f"repetition {planned.repetition + 1}/{self.config.repeat}"
-            )
-            self.reporter.point_started(label)
-            started = datetime.now(UTC)
-            metrics = measure_point(self.target, self.config, p, self._view, self.reporter)
-            self.store.record_point(
-                self.run_id or 0, p, planned.repetition, metrics,
-                started_at=started, ended_at=datetime.now(UTC),
-            )  # fmt: skip
-            self.reporter.point_finished(label, metrics)
-
-    def _set_memory(self) -> None:
+    def prepare(self) -> None:
         """Restart the sandbox with the study's shared_buffers, unless it already has it."""
         wanted = self.config.shared_buffers
         if wanted is None:
@@ -484,14 +372,25 @@ class FillfactorRun(StudyRun[FillfactorConfig, Reporter]):
         with connect(self.target.dsn) as session:
             current = int(session.scalar(_MEMORY_NOW))
         if current != memory_bytes(wanted):
-            self.reporter.message(f"restarting the sandbox with shared_buffers = {wanted}")
+            self.progress.message(f"restarting the sandbox with shared_buffers = {wanted}")
             self.target.apply({"shared_buffers": wanted})
+
+    def label(self, planned: Planned[FillfactorPoint]) -> str:
+        p = planned.point
+        return (
+            f"{SIZE_LABELS[p.size]} (scale {p.scale}), fillfactor {p.fillfactor}, "
+            f"repetition {planned.repetition + 1}/{self.config.repeat}"
+        )
+
+    def measure_point(self, planned: Planned[FillfactorPoint]) -> Measured:
+        point, view = planned.point, self._view
+        return Measured(measure_point(self.target, self.config, point, view, self.progress))
 
     def _clean_up(self) -> None:
         """On a named server, also remove pg_stat_statements if the study installed it."""
         if self.target.sandbox is None and self._created_extension:
-            with psycopg.connect(self.target.dsn, autocommit=True) as conn:
-                conn.execute("DROP EXTENSION IF EXISTS pg_stat_statements")
+            with work_session(self.target.dsn) as session:
+                session.execute("DROP EXTENSION IF EXISTS pg_stat_statements")
         super()._clean_up()
 
 
@@ -504,13 +403,13 @@ _MEMORY_NOW = queries.tag("SELECT pg_size_bytes(current_setting('shared_buffers'
 def measure_point(
     target: Target,
     config: FillfactorConfig,
-    p: Mapping[str, Any],
+    p: FillfactorPoint,
     view: sql.Composable | None,
-    reporter: Reporter,
+    progress: Progress,
 ) -> dict[str, Any]:
     """Load fresh tables for point ``p``, warm up, measure; return the metrics."""
-    reporter.message(f"loading scale {p['scale']} at fillfactor {p['fillfactor']}")
-    init_s = _load(target, int(p["scale"]), int(p["fillfactor"]))
+    progress.message(f"loading scale {p.scale} at fillfactor {p.fillfactor}")
+    init_s = _load(target, p.scale, p.fillfactor)
     with connect(target.dsn, read_only=False, timeouts=LONG) as s:
         loaded = read_counters(s)
         start = loaded
@@ -533,12 +432,8 @@ def _load(target: Target, scale: int, fillfactor: int) -> float:
     clock = time.monotonic()
     pgbench.run_subprocess(init_command(target.pgbench, target.dsn, scale, fillfactor))
     elapsed = time.monotonic() - clock
-    # CHECKPOINT needs superuser or pg_checkpoint (15+); without it the run goes on.
-    with (
-        connect(target.dsn, read_only=False, timeouts=LONG) as s,
-        contextlib.suppress(psycopg.errors.InsufficientPrivilege),
-    ):
-        s.execute("CHECKPOINT")
+    with connect(target.dsn, read_only=False, timeouts=LONG) as s:
+        checkpoint_if_allowed(s)
     return elapsed
 
 

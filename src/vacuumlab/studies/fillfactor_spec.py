@@ -1,7 +1,7 @@
 """What the fillfactor study measures and stores: the contract between the run and its report.
 
-The study reproduces seed 002 ("What is fillfactor and how does it affect PostgreSQL
-performance?"): pgbench's built-in TPC-B at three data sizes relative to memory × fillfactor
+The study reproduces "What is fillfactor and how does it affect PostgreSQL performance?"
+(CYBERTEC blog, 2020): pgbench's built-in TPC-B at three data sizes relative to memory × fillfactor
 70/80/90/100, with the UPDATE of pgbench_accounts timed by pg_stat_statements.
 
 "Memory" is mapped to ``shared_buffers``: a data size is a multiple of it, turned into a pgbench
@@ -11,9 +11,13 @@ report's memory note).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from vacuumlab.records.fillfactor import (
+    FILLFACTOR_MAX,
+    FILLFACTOR_MIN,
+    SIZES,
+    FillfactorPoint,
+    Size,
+)
 from vacuumlab.records.publication import Publication
 
 STUDY = "fillfactor"
@@ -24,8 +28,7 @@ PUBLICATION = Publication(
     year=2020,
 )
 
-Size = Literal["fits", "2x", "10x"]
-SIZES: tuple[Size, ...] = ("fits", "2x", "10x")
+__all__ = ["FILLFACTOR_MAX", "FILLFACTOR_MIN", "SIZES", "Size"]
 
 #: Data size (pgbench_accounts and its primary key at fillfactor 100) per shared_buffers.
 #: "fits" is half of it, so the table still fits after it grows and beside the small tables.
@@ -40,32 +43,11 @@ SIZE_LABELS: dict[Size, str] = {
 #: Measured on PostgreSQL 18.6 after ``pgbench -i -s 10``: 134,299,648 + 22,487,040 bytes.
 BYTES_PER_SCALE = 15_678_669
 
-#: The range PostgreSQL accepts for a table's fillfactor (reloptions.c).
-FILLFACTOR_MIN, FILLFACTOR_MAX = 10, 100
-#: What every other fillfactor is compared with: PostgreSQL's default, the seed's baseline.
+#: What every other fillfactor is compared with: PostgreSQL's default, the post's baseline.
 REFERENCE_FILLFACTOR = 100
 
 
-@dataclass(frozen=True, slots=True)
-class Preset:
-    sizes: tuple[Size, ...]
-    fillfactors: tuple[int, ...]
-    seconds: int  # load per point, warm-up included
-    warmup: int
-    repeat: int
-    shared_buffers: str
-    clients: int = 2  # the seed's two sessions
-    jobs: int = 1
-
-
-PRESETS: dict[str, Preset] = {
-    # 16 points of about 50 s (init, 5 s warm-up, 40 s measured): about 14 minutes on 2 cores.
-    "quick": Preset(("fits", "2x"), (70, 80, 90, 100), 45, 5, 2, "128MB"),
-    # 60 points of about 5.5 minutes: about 6 hours.
-    "paper": Preset(SIZES, (70, 80, 90, 100), 300, 30, 5, "256MB"),
-}
-
-#: Seed 002, PostgreSQL 12.2: UPDATE pgbench_accounts mean (ms) and TPS, by size and fillfactor.
+#: The post, PostgreSQL 12.2: UPDATE pgbench_accounts mean (ms) and TPS, by size and fillfactor.
 PUBLISHED: dict[Size, dict[int, tuple[float, float]]] = {
     "fits": {100: (5.01, 374), 90: (4.80, 389), 80: (4.89, 382), 70: (4.98, 376)},
     "2x": {100: (5.31, 363), 90: (5.33, 359), 80: (5.38, 357), 70: (5.42, 353)},
@@ -84,7 +66,7 @@ def scale_for(size: Size, memory_bytes: int) -> int:
 
 def point_params(size: Size, fillfactor: int, scale: int) -> dict[str, object]:
     """A point's parameters as stored (``points.params``)."""
-    return {"size": size, "fillfactor": fillfactor, "scale": scale}
+    return FillfactorPoint(size, fillfactor, scale).params()
 
 
 def reference(fillfactors: tuple[int, ...] | list[int]) -> int:

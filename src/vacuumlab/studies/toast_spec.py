@@ -1,6 +1,6 @@
 """What the TOAST study measures and stores: the contract between the run and its report.
 
-The study reproduces seed 003 ("Postgres Faster Vacuum-2: TOAST impact on VACUUM"): the same
+The study reproduces "Postgres Faster Vacuum-2 (TOAST impact on VACUUM)" (Medium, 2021): the same
 wide, incompressible rows stored out of line (``extended``, ``external``) or in the heap
 (``main``, ``plain``), an UPDATE of the narrow column, VACUUM and VACUUM FREEZE, and the two
 sessions that vacuum a table and its TOAST relation at the same time.
@@ -15,6 +15,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from vacuumlab.records.publication import Publication
+from vacuumlab.records.toast import (
+    ARMS,
+    DEFAULT_TOAST_TUPLE_TARGET,
+    MAX_TOAST_TUPLE_TARGET,
+    MAX_WIDTH,
+    MIN_ROWS,
+    MIN_TOAST_TUPLE_TARGET,
+    MIN_WIDTH,
+    PLAIN_MAX_WIDTH,
+    STORAGES,
+    Arm,
+    ParallelPoint,
+    Storage,
+    StoragePoint,
+)
 
 STUDY = "toast"
 #: The published work this study reproduces.
@@ -24,50 +39,25 @@ PUBLICATION = Publication(
     year=2021,
 )
 
-Storage = Literal["extended", "main", "external", "plain"]
-STORAGES: tuple[Storage, ...] = ("extended", "main", "external", "plain")
-
-#: The three ways of vacuuming the parallel experiment's table (see studies/toast.py).
-Arm = Literal["sequential", "overlapping", "separate"]
-ARMS: tuple[Arm, ...] = ("sequential", "overlapping", "separate")
-
-#: TOAST_TUPLE_TARGET for 8 kB pages (access/heaptoast.h): the default toast_tuple_target.
-DEFAULT_TOAST_TUPLE_TARGET = 2032
-#: The reloption's range (access/common/reloptions.c): 128 to TOAST_TUPLE_TARGET_MAIN.
-MIN_TOAST_TUPLE_TARGET = 128
-MAX_TOAST_TUPLE_TARGET = 8160
-#: The widest value ``plain`` storage can hold: MaxHeapTupleSize (8160 for 8 kB pages) less
-#: the 24-byte tuple header and the row's other 12 bytes (id, age, the value's 4-byte length).
-PLAIN_MAX_WIDTH = 8160 - 24 - 12
-#: Widest value the study generates (1 MB): wider rows only make every step slower.
-MAX_WIDTH = 1_000_000
-MIN_WIDTH = 64
-MIN_ROWS = 1_000
+__all__ = [
+    "ARMS",
+    "DEFAULT_TOAST_TUPLE_TARGET",
+    "MAX_TOAST_TUPLE_TARGET",
+    "MAX_WIDTH",
+    "MIN_ROWS",
+    "MIN_TOAST_TUPLE_TARGET",
+    "MIN_WIDTH",
+    "PLAIN_MAX_WIDTH",
+    "STORAGES",
+    "Arm",
+    "Storage",
+]
 PAGE_BYTES = 8192
 
 
 @dataclass(frozen=True, slots=True)
-class Preset:
-    rows: int
-    width: int
-    storages: tuple[Storage, ...]
-    toast_tuple_targets: tuple[int, ...]
-    repeat: int
-    parallel: bool
-
-
-PRESETS: dict[str, Preset] = {
-    # 4 kB values: one main/plain row per heap page, the worst case for inline storage.
-    "quick": Preset(50_000, 4096, STORAGES, (DEFAULT_TOAST_TUPLE_TARGET, 128), 1, True),
-    # The seed's sizes (1302 MB for 500,000 rows, both heap-inline and out of line) mean three
-    # rows per page either way: values of 2,002 to 2,642 bytes. 2,600 bytes reproduces them.
-    "paper": Preset(500_000, 2600, STORAGES, (DEFAULT_TOAST_TUPLE_TARGET, 128), 1, True),
-}
-
-
-@dataclass(frozen=True, slots=True)
 class Published:
-    """One figure of seed 003 for extended and main storage (500,000 rows, one run each)."""
+    """One figure of the post for extended and main storage (500,000 rows, one run each)."""
 
     label: str
     extended: float
@@ -75,7 +65,7 @@ class Published:
     unit: Literal["s", "MB"]
 
 
-#: Seed 003's figures, as printed by psql (\timing, pg_size_pretty: MB are MiB).
+#: The post's figures, as printed by psql (\timing, pg_size_pretty: MB are MiB).
 PUBLISHED: dict[str, Published] = {
     "update_s": Published("UPDATE age = age + 5", 2.061278, 80.259084, "s"),
     "vacuum_s": Published("VACUUM", 14.500174, 42.836927, "s"),
@@ -92,18 +82,12 @@ def storage_params(
     storage: Storage, toast_tuple_target: int, rows: int, width: int
 ) -> dict[str, object]:
     """A storage point's parameters as stored (``points.params``)."""
-    return {
-        "experiment": "storage",
-        "storage": storage,
-        "toast_tuple_target": toast_tuple_target,
-        "rows": rows,
-        "width": width,
-    }
+    return StoragePoint(storage, toast_tuple_target, rows, width).params()
 
 
 def parallel_params(arm: Arm, rows: int, width: int) -> dict[str, object]:
     """A parallel-experiment point's parameters as stored."""
-    return {"experiment": "parallel", "arm": arm, "rows": rows, "width": width}
+    return ParallelPoint(arm, rows, width).params()
 
 
 def variant_label(storage: str, toast_tuple_target: int) -> str:

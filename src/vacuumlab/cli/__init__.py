@@ -1,0 +1,92 @@
+"""The ``vacuumlab`` command: parses, calls the library, picks an output format.
+
+Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``, ``report``);
+this one builds the app and turns errors into one line. Errors the user can act on
+(:class:`VacuumlabError`) print one line and exit with 2; Ctrl-C and SIGTERM unwind cleanly
+(servers started here are stopped) and exit with 130.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import typer
+
+from vacuumlab import __version__
+from vacuumlab.cli.advise import advise_command, snapshot
+from vacuumlab.cli.options import err, out
+from vacuumlab.cli.report import report, runs
+from vacuumlab.cli.run import run_app
+from vacuumlab.cli.sandbox import demo, sandbox_app
+from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.pg.sandbox import default_dir, interrupt_on_signals
+
+app = typer.Typer(
+    help="Measure, explain and tune PostgreSQL vacuum for high-churn tables.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    # Plain click help: rich markup would eat every "[default: …]" and "[[step]]".
+    rich_markup_mode=None,
+)
+app.add_typer(sandbox_app, name="sandbox")
+app.command("snapshot")(snapshot)
+app.command("advise")(advise_command)
+app.command("demo")(demo)
+app.add_typer(run_app, name="run")
+app.command("report")(report)
+app.command("runs")(runs)
+
+
+@app.command("version")
+def version() -> None:
+    """Print vacuumlab's version.
+
+    Example: vacuumlab version
+    """
+    out.print(__version__)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: one-line errors with exit code 2, never a traceback for bad input."""
+    try:
+        with interrupt_on_signals():
+            code = app(args=argv, prog_name="vacuumlab", standalone_mode=False)
+    except Interrupted:
+        err.print("interrupted")
+        sys.exit(130)
+    except VacuumlabError as exc:
+        _fail(str(exc))
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(1)
+    except Exception as exc:
+        if not _is_usage_error(exc):
+            raise
+        _usage_error(exc)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Exception) -> NoReturn:
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group called alone: its help
+        exc.show()  # type: ignore[attr-defined]
+        sys.exit(2)
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+    _fail(exc.format_message() + hint)  # type: ignore[attr-defined]
+
+
+def _is_usage_error(exc: Exception) -> bool:
+    """Click's usage errors (bad option values, missing arguments), known by their interface:
+    Typer ships click as a private module, so there is no public class to name."""
+    return hasattr(exc, "format_message") and getattr(exc, "exit_code", None) == 2
+
+
+def _fail(message: str) -> NoReturn:
+    # Plain write: a console would wrap a long message onto several lines.
+    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+    sys.exit(2)
+
+
+__all__ = ["app", "default_dir", "main"]

@@ -1,0 +1,169 @@
+"""Inspecting a server read-only: the snapshot and the advice."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import RenderableType
+
+from vacuumlab.cli.options import DataDir, DsnArg, Format, LimitOpt, err, out, render_text, write
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.pg.sandbox import Sandbox
+
+
+def snapshot(
+    dsn: DsnArg = None,
+    fmt: Annotated[Format, typer.Option("--format", help="table or json")] = Format.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+    ] = None,
+    input_: Annotated[
+        Path | None,
+        typer.Option("--input", help="Re-render a saved JSON snapshot; no server needed."),
+    ] = None,
+    save: Annotated[
+        Path | None, typer.Option("--save", help="Also save the snapshot as JSON here.")
+    ] = None,
+    limit: LimitOpt = 25,
+    data_dir: DataDir = None,
+) -> None:
+    """Collect, read-only, everything vacuum depends on, in a fixed number of queries.
+
+    Example: vacuumlab snapshot postgresql://postgres@localhost/app --format json -o snap.json
+    """
+    from vacuumlab.collect.snapshot import collect
+    from vacuumlab.pg.connect import connect
+    from vacuumlab.records.snapshot import load_snapshot
+    from vacuumlab.report.snapshot_text import render
+
+    if input_ is not None:
+        if dsn is not None:
+            raise VacuumlabError("give a DSN or --input, not both")
+        snap = load_snapshot(input_)
+    else:
+        with connect(dsn or _sandbox_dsn(data_dir)) as session:
+            snap = collect(session)
+    if save is not None:
+        write(save, snap.dump_json() + "\n")
+    if fmt is Format.json:
+        _emit(snap.dump_json() + "\n", output)
+    else:
+        _show(render(snap, limit=limit), output)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """Text to stdout, or to the file ``--output`` names."""
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write(output, text)
+
+
+def _show(renderable: RenderableType, output: Path | None) -> None:
+    """A table view on the terminal, or as plain text in the file ``--output`` names."""
+    if output is None:
+        out.print(renderable)
+    else:
+        write(output, render_text(renderable))
+
+
+def _sandbox_dsn(data_dir: Path | None) -> str:
+    sandbox = Sandbox.open(data_dir)
+    if not sandbox.is_running():
+        raise VacuumlabError(
+            f"no DSN given and no sandbox running in {sandbox.directory}: "
+            "pass a DSN or run `vacuumlab sandbox start`"
+        )
+    return sandbox.dsn
+
+
+class AdviceFormat(StrEnum):
+    table = "table"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+def _seconds(text: str | None) -> float | None:
+    """``60``, ``60s``, ``2min`` → seconds."""
+    if text is None:
+        return None
+    units = {"": 1, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600}
+    number = text.strip().rstrip("smhinec")
+    unit = text.strip()[len(number) :]
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        raise VacuumlabError(f"--interval takes seconds, e.g. 60s or 2min, not {text!r}") from None
+    if value <= 0:
+        raise VacuumlabError("--interval must be positive")
+    return value
+
+
+def advise_command(
+    dsn: DsnArg = None,
+    interval: Annotated[
+        str | None,
+        typer.Option(
+            "--interval", help="Take a second snapshot after this long (e.g. 60s) for rates."
+        ),
+    ] = None,
+    fmt: Annotated[
+        AdviceFormat, typer.Option("--format", help="table, json, md or html")
+    ] = AdviceFormat.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
+    input_: Annotated[
+        list[Path] | None,
+        typer.Option("--input", help="Advise from saved snapshot JSON (one, or two for rates)."),
+    ] = None,
+    exact: Annotated[
+        bool, typer.Option("--exact", help="Measure bloat with pgstattuple_approx (reads tables).")
+    ] = False,
+    limit: LimitOpt = 25,
+    data_dir: DataDir = None,
+) -> None:
+    """Say, per table, where autovacuum stands and what to change, as SQL. Read-only.
+
+    Example: vacuumlab advise postgresql://me@db/app --interval 60s --format md -o advice.md
+    """
+    from vacuumlab.advise import advise
+    from vacuumlab.collect.advice import collect_advice
+    from vacuumlab.records.snapshot import load_snapshot
+    from vacuumlab.report.advice_text import render
+
+    seconds = _seconds(interval)
+    if input_:
+        if dsn is not None or len(input_) > 2:
+            raise VacuumlabError("--input takes one or two snapshot files, and no DSN")
+        snapshots = [load_snapshot(path) for path in input_]
+        advice = advise(snapshots[0], snapshots[1] if len(snapshots) == 2 else None)
+    else:
+        advice, _ = collect_advice(
+            dsn or _sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=_waiting
+        )
+    if fmt is AdviceFormat.table:
+        _show(render(advice, limit=limit), output)
+    else:
+        _emit(_advice_text(advice, fmt), output)
+
+
+def _waiting(seconds: float) -> None:
+    err.print(f"· waiting {seconds:.0f} s for a second snapshot (rates)")
+
+
+def _advice_text(advice: Any, fmt: AdviceFormat) -> str:
+    if fmt is AdviceFormat.json:
+        return str(advice.dump_json()) + "\n"
+    if fmt is AdviceFormat.md:
+        from vacuumlab.report.advice_md import render_markdown
+
+        return render_markdown(advice)
+    from vacuumlab.report.advice_html import render_html
+
+    return render_html(advice)

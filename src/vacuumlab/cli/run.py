@@ -1,0 +1,273 @@
+"""``vacuumlab run <study>``: each command turns its options into overrides of the study's
+preset and hands them to the lab; the lab picks the target, checks ``--resume`` and runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from vacuumlab.cli.options import (
+    DataDir,
+    PgBinOpt,
+    StoreOpt,
+    err,
+    int_list,
+    out,
+    str_list,
+)
+from vacuumlab.cli.progress import RunDisplay
+from vacuumlab.cli.report import render_report
+from vacuumlab.errors import Interrupted
+from vacuumlab.lab.targets import Where, default_store
+from vacuumlab.records.publication import Publication
+from vacuumlab.store import Store
+from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
+
+run_app = typer.Typer(
+    help="Run a study and record it in the results store.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+def _study_help(publication: Publication, what: str, example: str) -> str:
+    """A run command's help: what it measures, the published work it reproduces, an example."""
+    return f"{what} Reproduces {publication.cite()}.\n\nExample: {example}"
+
+
+ReportDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        help="Report directory [default: runs/RUN/report next to the store].",
+        show_default=False,
+    ),
+]
+_PRESET_HELP = "quick (6 × 90 s), demo (6 × 35 s) or paper (15 clients, 6 × 300 s)."
+_WARMUP_HELP = "Seconds at the start of each step left out of the summary."
+_CLIENTS_HELP = "pgbench clients [default: 4 per core]."
+_JOBS_HELP = "pgbench threads [default: 1 per core]."
+_STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings) instead of the post's six."
+_CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
+_DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
+_ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
+_RESUME_HELP = "Finish an interrupted run: measure what it lacks."
+DsnOpt = Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)]
+AllowAlterOpt = Annotated[bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)]
+ResumeOpt = Annotated[int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")]
+_MANUAL_HELP = "Also measure each point with VACUUM (VERBOSE) and no cost delay: the pure work."
+
+
+@run_app.command(
+    "churn",
+    help=_study_help(
+        churn_spec.PUBLICATION,
+        "Queue churn under the post's six autovacuum settings, with a report.",
+        "vacuumlab run churn --preset quick --clients 4",
+    ),
+)
+def run_churn(
+    preset: Annotated[str, typer.Option(help=_PRESET_HELP)] = "quick",
+    seconds: Annotated[int | None, typer.Option(help="Load per step, in seconds.")] = None,
+    warmup: Annotated[int | None, typer.Option(help=_WARMUP_HELP)] = None,
+    backlog: Annotated[int | None, typer.Option(help="Rows queued when a step starts.")] = None,
+    clients: Annotated[int | None, typer.Option(help=_CLIENTS_HELP, show_default=False)] = None,
+    jobs: Annotated[int | None, typer.Option(help=_JOBS_HELP, show_default=False)] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each step.")] = None,
+    steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP)] = None,
+    continuous: Annotated[bool, typer.Option("--continuous", help=_CONTINUOUS_HELP)] = False,
+    dsn: DsnOpt = None,
+    allow_alter_system: AllowAlterOpt = False,
+    resume: ResumeOpt = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    from vacuumlab.studies.churn import load_steps
+
+    overrides = {
+        "steps": load_steps(steps) if steps is not None and resume is None else None,
+        "seconds": seconds,
+        "warmup": warmup,
+        "backlog": backlog,
+        "clients": clients,
+        "jobs": jobs,
+        "repeat": repeat,
+        "continuous": continuous or None,
+    }
+    where = Where(dsn, allow_alter_system, data_dir, pg_bin)
+    run_study("churn", preset, overrides, where, resume, store_path, output)
+
+
+@run_app.command(
+    "cost-driver",
+    help=_study_help(
+        cost_driver_spec.PUBLICATION,
+        "Dead tuples or dirty pages: vacuum's cost over a matrix of tables.",
+        "vacuumlab run cost-driver --rows 200000 --indexes 0,2 --repeat 2 --manual",
+    ),
+)
+def run_cost_driver(
+    preset: Annotated[
+        str, typer.Option(help="quick (1M rows, 72 points) or paper (10M, 360).")
+    ] = "quick",
+    rows: Annotated[int | None, typer.Option(help="Rows in the table.")] = None,
+    distributions: Annotated[
+        str | None, typer.Option(help="compact,spread (or one of them).")
+    ] = None,
+    dead: Annotated[str | None, typer.Option(help="Dead shares in %, e.g. 10,25,50.")] = None,
+    indexes: Annotated[str | None, typer.Option(help="Index counts, e.g. 0,1,3,5.")] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each combination.")] = None,
+    manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
+    dsn: DsnOpt = None,
+    allow_alter_system: AllowAlterOpt = False,
+    resume: ResumeOpt = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    overrides = {
+        "rows": rows,
+        "distributions": str_list(distributions),
+        "dead_pcts": int_list(dead, "--dead"),
+        "indexes": int_list(indexes, "--indexes"),
+        "repeat": repeat,
+        "manual": manual or None,
+    }
+    where = Where(dsn, allow_alter_system, data_dir, pg_bin)
+    run_study("cost-driver", preset, overrides, where, resume, store_path, output)
+
+
+@run_app.command(
+    "toast",
+    help=_study_help(
+        toast_spec.PUBLICATION,
+        "The same wide rows stored in line or in TOAST: sizes, UPDATE, VACUUM, FREEZE.",
+        "vacuumlab run toast --rows 20000 --storages extended,main --no-parallel",
+    ),
+)
+def run_toast(
+    preset: Annotated[
+        str, typer.Option(help="quick (50,000 rows) or paper (500,000, as the post).")
+    ] = "quick",
+    rows: Annotated[int | None, typer.Option(help="Rows in each table.")] = None,
+    width: Annotated[int | None, typer.Option(help="Bytes of incompressible text per row.")] = None,
+    storages: Annotated[
+        str | None, typer.Option(help="extended,main,external,plain (any of them).")
+    ] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each table.")] = None,
+    parallel: Annotated[
+        bool, typer.Option(help="Also vacuum heap and TOAST from two sessions.")
+    ] = True,
+    dsn: DsnOpt = None,
+    allow_alter_system: AllowAlterOpt = False,
+    resume: ResumeOpt = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    overrides = {
+        "rows": rows,
+        "width": width,
+        "storages": str_list(storages),
+        "repeat": repeat,
+        "parallel": parallel,
+    }
+    where = Where(dsn, allow_alter_system, data_dir, pg_bin)
+    run_study("toast", preset, overrides, where, resume, store_path, output)
+
+
+@run_app.command(
+    "fillfactor",
+    help=_study_help(
+        fillfactor_spec.PUBLICATION,
+        "pgbench TPC-B at sizes against memory × fillfactor: HOT share, growth, speed.",
+        "vacuumlab run fillfactor --sizes fits --fillfactors 80,100 --seconds 30 --repeat 3",
+    ),
+)
+def run_fillfactor(
+    preset: Annotated[
+        str, typer.Option(help="quick (fits and 2×, about 12 min) or paper (3 sizes).")
+    ] = "quick",
+    sizes: Annotated[
+        str | None, typer.Option(help="fits,2x,10x: data size against shared_buffers.")
+    ] = None,
+    fillfactors: Annotated[str | None, typer.Option(help="e.g. 70,80,90,100.")] = None,
+    seconds: Annotated[int | None, typer.Option(help="Load per point, in seconds.")] = None,
+    repeat: Annotated[
+        int | None, typer.Option(help="Repetitions (2 or more for significance).")
+    ] = None,
+    clients: Annotated[int | None, typer.Option(help="pgbench clients.")] = None,
+    shared_buffers: Annotated[
+        str | None, typer.Option(help="The 'memory' sizes are measured against (sandbox only).")
+    ] = None,
+    dsn: DsnOpt = None,
+    resume: ResumeOpt = None,
+    store_path: StoreOpt = None,
+    output: ReportDirOpt = None,
+    data_dir: DataDir = None,
+    pg_bin: PgBinOpt = None,
+) -> None:
+    overrides = {
+        "sizes": str_list(sizes),
+        "fillfactors": int_list(fillfactors, "--fillfactors"),
+        "seconds": seconds,
+        "repeat": repeat,
+        "clients": clients,
+        "shared_buffers": shared_buffers,
+    }
+    where = Where(dsn, False, data_dir, pg_bin)
+    run_study("fillfactor", preset, overrides, where, resume, store_path, output)
+
+
+def run_study(
+    study: str,
+    preset: str,
+    overrides: Mapping[str, Any],
+    where: Where,
+    resume: int | None,
+    store_path: Path | None,
+    output: Path | None,
+) -> None:
+    """What every run command does: the lab runs the study with a progress display, then
+    the report is rendered from the store."""
+    from vacuumlab.lab.registry import study_run
+
+    display = RunDisplay(err)
+    with Store.open(store_path or default_store()) as store:
+        with study_run(
+            study, store=store, where=where, preset=preset, overrides=overrides,
+            resume=resume, progress=display,
+        ) as run:  # fmt: skip
+            err.print(f"{study} on the {run.target.label}: {run.describe()}")
+            run_id = _execute(run, display)
+        _print_summary(study, store, run_id)
+        out.print(f"report: {render_report(store, run_id, output)}")
+
+
+def _execute(run: Any, display: RunDisplay) -> int:
+    """Run a study with its progress display; on Ctrl-C, say how to resume."""
+    try:
+        with display.shown():
+            return int(run.execute())
+    except Interrupted:
+        if run.run_id is not None:
+            err.print(
+                f"run {run.run_id} interrupted; its finished points are stored. "
+                f"Continue with: vacuumlab run {run.study} --resume {run.run_id}"
+            )
+        raise
+
+
+def _print_summary(study: str, store: Store, run_id: int) -> None:
+    """The churn study also prints its steps' table on the terminal."""
+    if study == "churn":
+        from vacuumlab.report.churn_text import summary_table
+
+        out.print(summary_table(store, run_id))

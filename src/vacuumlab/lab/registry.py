@@ -1,0 +1,62 @@
+"""Every study the lab can run, by name, and the one way to start any of them.
+
+Adding a study means its module (a :class:`~vacuumlab.lab.run.StudyRun`), its spec and one
+line here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.lab.progress import Progress
+from vacuumlab.lab.run import StudyRun
+from vacuumlab.lab.targets import Where, open_target, resumable_params
+from vacuumlab.records.params import Config
+from vacuumlab.store import Store
+from vacuumlab.studies.churn import ChurnRun
+from vacuumlab.studies.cost_driver import CostDriverRun
+from vacuumlab.studies.fillfactor import FillfactorRun
+from vacuumlab.studies.toast import ToastRun
+
+AnyRun = StudyRun[Any, Any]
+
+STUDIES: dict[str, type[AnyRun]] = {
+    run.study: run for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun)
+}
+
+
+def study(name: str) -> type[AnyRun]:
+    if name not in STUDIES:
+        raise VacuumlabError(f"no study {name!r}; the lab has {', '.join(STUDIES)}")
+    return STUDIES[name]
+
+
+def config_for(name: str, preset: str, overrides: Mapping[str, Any], where: Where) -> Config:
+    """A fresh run's config: the preset, the overrides, and where it runs."""
+    return study(name).config_type.from_preset(preset, **overrides, target=where.kind)
+
+
+@contextmanager
+def study_run(
+    name: str,
+    *,
+    store: Store,
+    where: Where,
+    preset: str = "quick",
+    overrides: Mapping[str, Any] | None = None,
+    resume: int | None = None,
+    progress: Progress | None = None,
+) -> Iterator[AnyRun]:
+    """A run ready to ``execute()``: a fresh config, or a stored run to finish (``resume``),
+    checked before any server is started; on its target, which is stopped afterwards when it
+    is a sandbox started here."""
+    run_type = study(name)
+    if resume is not None:
+        config = run_type.config_type.from_params(resumable_params(store, resume, name, where.dsn))
+    else:
+        config = config_for(name, preset, overrides or {}, where)
+    with open_target(where) as target:
+        yield run_type(config, target, store, progress, run_id=resume)

@@ -1,0 +1,205 @@
+"""The run loop every study shares: the run record, resume, one measure loop, the final
+status, restoring the target's settings and, on a named server, leaving nothing behind."""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from vacuumlab.lab.progress import Progress, Silent
+from vacuumlab.lab.targets import run_directory
+from vacuumlab.pg import queries
+from vacuumlab.pg.connect import Session, Timeouts, connect
+from vacuumlab.pg.target import Target
+from vacuumlab.records.params import Config
+from vacuumlab.store import Metric, Store, point_key
+
+#: Every study works inside this schema, on the sandbox and on a named server alike.
+SCHEMA = "vacuumlab"
+#: A study's own statements load, vacuum and checkpoint: no statement limit, and a lock held
+#: elsewhere gets a minute.
+WORK = Timeouts(statement_ms=0, lock_ms=60_000)
+
+
+class HasParams(Protocol):
+    def params(self) -> dict[str, Any]: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=Config)
+PointT = TypeVar("PointT", bound=HasParams)
+Series = dict[str, list[tuple[float, float | None]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Planned(Generic[PointT]):
+    """One point a study plans to measure, and its repetition."""
+
+    point: PointT
+    repetition: int
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The point's parameters as stored."""
+        return self.point.params()
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """What measuring one point gave: its metrics, per-second series, and when it started
+    (by default the moment the loop started the point)."""
+
+    metrics: dict[str, Metric]
+    series: Series = field(default_factory=dict)
+    started_at: datetime | None = None
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class StudyRun(ABC, Generic[ConfigT, PointT]):
+    """One run of a study on one target, recording into one store.
+
+    A study says what it plans (:meth:`plan`), how to name a point (:meth:`label`) and how to
+    measure one (:meth:`measure_point`); the loop commits each point to the store before the
+    next one starts, so an interrupted run keeps every finished point for ``--resume``.
+    """
+
+    study: ClassVar[str]
+    #: The study's config record; ``--resume`` rebuilds it from the stored parameters.
+    config_type: ClassVar[type[Config]]
+    #: Tables the study creates in schema ``vacuumlab``; dropped at the end on a named server.
+    tables: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        config: ConfigT,
+        target: Target,
+        store: Store,
+        progress: Progress | None = None,
+        run_id: int | None = None,
+    ) -> None:
+        self.config, self.target, self.store, self.run_id = config, target, store, run_id
+        self.progress: Progress = progress if progress is not None else Silent()
+
+    def params(self) -> dict[str, Any]:
+        return self.config.params()
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One line: what the run measures."""
+
+    def validate(self) -> None:
+        """Check everything that can be checked before the first measurement."""
+
+    @abstractmethod
+    def plan(self) -> list[Planned[PointT]]: ...
+
+    def prepare(self) -> None:
+        """Set the target up once before the first point (settings every point shares)."""
+
+    @abstractmethod
+    def label(self, planned: Planned[PointT]) -> str:
+        """How the progress display names the point."""
+
+    def seconds(self, planned: Planned[PointT]) -> int | None:
+        """How long the point's load runs, when the study knows it in advance."""
+        return None
+
+    @abstractmethod
+    def measure_point(self, planned: Planned[PointT]) -> Measured: ...
+
+    @property
+    def artifacts(self) -> Path:
+        """Where raw files of this run (pgbench logs) are kept, beside the store."""
+        assert self.run_id is not None
+        return run_directory(self.store.path, self.run_id)
+
+    def execute(self) -> int:
+        """Measure every planned point not yet in the store; returns the run id. However the
+        run ends, its status is recorded and the target's settings are restored."""
+        self.validate()
+        if self.run_id is None:
+            self.run_id = self._create_run()
+        done = self.store.done(self.run_id)
+        todo = [p for p in self.plan() if (point_key(p.params), p.repetition) not in done]
+        status: Literal["done", "failed", "interrupted"] = "failed"
+        try:
+            self.measure(todo)
+            status = "done"
+        except BaseException as exc:
+            status = "failed" if isinstance(exc, Exception) else "interrupted"
+            raise
+        finally:
+            try:
+                self.target.restore()
+                self._clean_up()
+            finally:
+                self.store.finish_run(self.run_id, status)
+        return self.run_id
+
+    def measure(self, todo: list[Planned[PointT]]) -> None:
+        """The one measure loop: each point measured, committed, reported."""
+        assert self.run_id is not None
+        self.prepare()
+        self.progress.started(len(todo))
+        for planned in todo:
+            label = self.label(planned)
+            self.progress.point_started(label, self.seconds(planned))
+            started = now()
+            measured = self.measure_point(planned)
+            self.store.record_point(
+                self.run_id, planned.params, planned.repetition, measured.metrics,
+                started_at=measured.started_at or started, ended_at=now(),
+                series=measured.series,
+            )  # fmt: skip
+            self.progress.point_finished(label, measured.metrics)
+
+    def _create_run(self) -> int:
+        with connect(self.target.dsn) as session:
+            version = session.info.version
+            settings = shown_settings(session)
+        return self.store.create_run(
+            self.study, self.params(), server_version=version, settings=settings
+        )
+
+    def _clean_up(self) -> None:
+        """On a named server, drop the study's tables, and its schema when nothing else is
+        in it. The sandbox keeps them for a look afterwards."""
+        if self.target.sandbox is not None:
+            return
+        with work_session(self.target.dsn) as session:
+            for table in self.tables:
+                session.execute(
+                    sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(SCHEMA, table))
+                )
+            with contextlib.suppress(psycopg.errors.DependentObjectsStillExist):
+                session.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} RESTRICT").format(sql.Identifier(SCHEMA))
+                )
+
+
+def work_session(dsn: str, application_name: str = "vacuumlab") -> Session:
+    """A writing session for a study's own statements (set-up, load, vacuum)."""
+    return connect(dsn, read_only=False, timeouts=WORK, application_name=application_name)
+
+
+def shown_settings(session: Session) -> dict[str, str]:
+    """The settings vacuum depends on, as the server shows them (``SHOW``): "128MB", not the
+    raw 16384 with its unit "8kB" appended."""
+    names = [row["name"] for row in session.fetch("settings", dict)]
+    rows = session.query(_SHOWN, dict, [names])
+    return {row["name"]: row["value"] for row in rows}
+
+
+_SHOWN = queries.tag(
+    "SELECT name, current_setting(name) AS value FROM unnest(%s::text[]) AS name",
+    "shown_settings",
+)
