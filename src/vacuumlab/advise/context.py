@@ -51,8 +51,11 @@ class Context:
 
     @cached_property
     def thresholds(self) -> list[th.Thresholds]:
+        recovery = self.now.server.in_recovery
         return [
-            t for table in self.now.tables for t in th.of_table(table, self.settings, self.version)
+            t
+            for table in self.now.tables
+            for t in th.of_table(table, self.settings, self.version, in_recovery=recovery)
         ]
 
     def tables(self) -> Iterator[Table]:
