@@ -177,6 +177,10 @@ def _delta(before: int | None, after: int | None) -> int | None:
 
 
 def _to_vacuum(t: Thresholds, rates: Rates | None) -> tuple[float | None, str | None]:
+    if t.in_recovery:
+        return None, "a standby"
+    if t.forced is not None:
+        return 0.0, "forced for wraparound"
     if not t.effective.enabled:
         return None, "autovacuum is off"
     if t.needs_vacuum:
@@ -201,7 +205,7 @@ def _dead_at_vacuum(
     trigger it."""
     if trigger == "inserts" and rates is not None and to_vacuum is not None:
         return t.dead + (rates.dead_per_second or 0) * to_vacuum
-    if trigger == "past its threshold":
+    if trigger in ("past its threshold", "forced for wraparound"):
         return float(t.dead)
     return max(t.vacuum, float(t.dead))
 

@@ -103,7 +103,8 @@ def _title(e: Estimate, naptime: float) -> str:
     if e.trigger == "autovacuum is off":
         title = f"autovacuum is off for it; dead tuples grow by {rate_text(rate or 0)}"
     elif e.to_vacuum == 0:
-        title = f"past its threshold: autovacuum is due within {duration_text(naptime)}"
+        why = e.trigger or "past its threshold"
+        title = f"{why}: autovacuum is due within {duration_text(naptime)}"
     elif e.to_vacuum is not None:
         low, high = duration_text(e.to_vacuum), duration_text(e.to_vacuum + naptime)
         title = f"next autovacuum in {low} to {high} (by {e.trigger})"

@@ -92,6 +92,7 @@ KNOBS: dict[str, Knob] = {
     for k in (
         Knob("autovacuum", "bool", None, None, None, 80100, _SERVER),
         Knob("autovacuum_enabled", "bool", None, None, None, 80100, _TABLES),
+        Knob("track_counts", "bool", None, None, None, 80300, _SERVER),
         Knob("idle_in_transaction_session_timeout", "integer", 0, INT_MAX, "ms", 90600,
              _SERVER),
         Knob("autovacuum_vacuum_threshold", "integer", 0, INT_MAX, None, 80100, _ALL),
