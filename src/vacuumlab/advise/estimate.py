@@ -2,9 +2,9 @@
 it, and how long that vacuum should take under the cost-based delay: the arithmetic behind
 the timing and workers questions (their text is in timing.py and workers.py).
 
-- Rates need two snapshots. Dead tuples per second come from ``n_dead_tup`` when no vacuum ran
-  in between, else from ``n_tup_upd + n_tup_del`` (each update or delete leaves one dead
-  version; pgstat_relation.c); inserts per second from ``n_tup_ins``.
+- Rates need two snapshots. Dead tuples per second come from ``n_dead_tup``: its growth when
+  no vacuum ran in between, else its count since that vacuum (pruning makes
+  ``n_tup_upd + n_tup_del`` overstate it); inserts per second from ``n_tup_ins``.
 - The duration is the cost model's sleep (model/cost.py) for the pages the vacuum visits:
   the heap pages that are not all-visible (the visibility map lets vacuum skip the others;
   vacuumlazy.c) and, unless the index-vacuuming bypass applies, every index page.
@@ -13,6 +13,7 @@ the timing and workers questions (their text is in timing.py and workers.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, label
@@ -143,7 +144,7 @@ def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
     before = ctx.earlier(rel)
     if before is None or not seconds or seconds <= 0:
         return None
-    dead = _dead_rate(before, rel, seconds)
+    dead = _dead_rate(before, rel, seconds, ctx.now.taken_at)
     inserts = _delta(before.n_tup_ins, rel.n_tup_ins)
     return Rates(
         dead_per_second=dead[0] if dead else None,
@@ -152,17 +153,21 @@ def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
     )
 
 
-def _dead_rate(before: Relation, after: Relation, seconds: float) -> tuple[float, str] | None:
-    """Net growth of n_dead_tup when nothing vacuumed the relation in between; otherwise every
-    dead version made (updates + deletes), since the vacuum reset the count."""
-    vacuumed = _vacuums(after) != _vacuums(before)
-    if not vacuumed and before.n_dead_tup is not None and after.n_dead_tup is not None:
-        return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
-    updates = _delta(before.n_tup_upd, after.n_tup_upd)
-    deletes = _delta(before.n_tup_del, after.n_tup_del)
-    if updates is None or deletes is None:
+def _dead_rate(
+    before: Relation, after: Relation, seconds: float, taken_at: datetime
+) -> tuple[float, str] | None:
+    """Net growth of n_dead_tup over the interval; across a vacuum, the dead tuples counted
+    since that vacuum ended. Never n_tup_upd + n_tup_del: page pruning removes dead versions
+    between vacuums and lowers n_dead_tup (pgstat_update_heap_dead_tuples()), so on HOT-heavy
+    tables updates overstate the dead tuples a vacuum finds."""
+    if before.n_dead_tup is None or after.n_dead_tup is None:
         return None
-    return (updates + deletes) / seconds, "n_tup_upd + n_tup_del"
+    if _vacuums(after) == _vacuums(before):
+        return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
+    ends = [t for t in (after.last_vacuum, after.last_autovacuum) if t is not None]
+    since = (taken_at - max(ends)).total_seconds() if ends else seconds
+    since = min(max(since, 1.0), seconds)
+    return after.n_dead_tup / since, "n_dead_tup since the vacuum in between"
 
 
 def _vacuums(rel: Relation) -> int:

@@ -33,6 +33,7 @@ def findings(ctx: Context) -> list[Finding]:
         found.extend(_waiting(ctx, t, name))
         if not t.is_toast:
             found.extend(_queue(ctx, t, name))
+            found.extend(_analyze(t, name))
     found.extend(_global_off(ctx))
     return found
 
@@ -60,6 +61,29 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
             ),
             evidence=_evidence(t),
             recommendations=recommendations,
+        )
+    ]
+
+
+def _analyze(t: Thresholds, name: str) -> list[Finding]:
+    """Past the analyze threshold: autovacuum analyses it at its next visit (doanalyze in
+    relation_needs_vacanalyze())."""
+    if not t.needs_analyze or t.modified < MIN_DEAD or t.analyze is None:
+        return []
+    never = t.relation.reltuples < 0
+    return [
+        Finding(
+            question="thresholds",
+            severity="info",
+            relation=name,
+            title=f"{share_of(t.modified / max(t.analyze, 1), 'its analyze threshold')}: "
+            + ("never analysed yet" if never else "an autoanalyze is due"),
+            detail=(
+                f"{t.modified:,} rows changed since the last analyze against a threshold of "
+                f"{t.analyze:,.0f}. Until it runs, the planner works from "
+                + ("no statistics." if never else "the previous statistics.")
+            ),
+            evidence={"n_mod_since_analyze": t.modified, "analyze_threshold": t.analyze},
         )
     ]
 
