@@ -448,7 +448,9 @@ def bloat_context() -> Context:
         reloptions={"fillfactor": "90"},
     )
     blob = relation(630, "blob", reloptions={"autovacuum_vacuum_cost_limit": "1000"})
-    blob_toast = toast_of(blob, 631, relpages=8_192, n_live_tup=1000, n_dead_tup=1000)
+    blob_toast = toast_of(
+        blob, 631, reltuples=1000.0, relpages=8_192, n_live_tup=1000, n_dead_tup=1000
+    )
     exact = ExactBloat(
         oid=620,
         table_len=50 * MB,

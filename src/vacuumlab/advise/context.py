@@ -9,6 +9,7 @@ from functools import cached_property
 
 from psycopg import sql
 
+from vacuumlab.model import balance
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
@@ -57,6 +58,22 @@ class Context:
             for table in self.now.tables
             for t in th.of_table(table, self.settings, self.version, in_recovery=recovery)
         ]
+
+    @cached_property
+    def workers(self) -> int:
+        """Autovacuum workers that can run at once (min with worker slots on 18)."""
+        return balance.available_workers(self.settings, self.version)
+
+    @cached_property
+    def balanced_autovacuums(self) -> int:
+        """Running autovacuums that share the cost limit (av_nworkersForBalance)."""
+        own = {
+            rel.oid
+            for table in self.now.tables
+            for rel in (table.heap, table.toast)
+            if rel is not None and balance.has_own_cost(th.options_of(table, rel))
+        }
+        return balance.balanced_workers(self.now.vacuums, own)
 
     def tables(self) -> Iterator[Table]:
         yield from self.now.tables

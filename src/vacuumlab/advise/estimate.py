@@ -12,12 +12,13 @@ the timing and workers questions (their text is in timing.py and workers.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, label
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
@@ -110,10 +111,6 @@ def estimates(ctx: Context) -> list[Estimate]:
             if t is not None:
                 found.append(_estimate(ctx, table, t))
     return found
-
-
-def running_autovacuums(ctx: Context) -> int:
-    return sum(1 for v in ctx.now.vacuums if v.is_autovacuum)
 
 
 def autovacuum_cost(ctx: Context) -> cm.CostSettings | None:
@@ -220,7 +217,7 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
     if base is None:
         return None
     options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
-    settings, balanced = _own_cost(base, options)
+    settings, balanced = balance.own_cost(base, options)
     rel = t.relation
     block = ctx.now.server.block_size
     pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
@@ -236,24 +233,9 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
         cost_clean=visited * settings.page_hit,
         cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
         settings=settings,
-        workers=max(1, running_autovacuums(ctx)) if balanced else 1,
+        workers=max(1, ctx.balanced_autovacuums) if balanced else 1,
         balanced=balanced,
     )
-
-
-def _own_cost(base: cm.CostSettings, options: dict[str, str]) -> tuple[cm.CostSettings, bool]:
-    """A relation's own cost limit (> 0) or delay (>= 0) replaces the server's and takes it out
-    of the balancing (table_recheck_autovac() sets at_dobalance in autovacuum.c)."""
-    limit = _number(options.get("autovacuum_vacuum_cost_limit"))
-    delay = _number(options.get("autovacuum_vacuum_cost_delay"))
-    own_limit = limit is not None and limit > 0 and limit.is_integer()
-    own_delay = delay is not None and delay >= 0
-    settings = replace(
-        base,
-        limit=int(limit) if own_limit and limit is not None else base.limit,
-        delay_ms=delay if own_delay and delay is not None else base.delay_ms,
-    )
-    return settings, not (own_limit or own_delay)
 
 
 def _index_scan(rel: Relation, dead: float, pages: int, version: int) -> tuple[bool, str]:
@@ -270,10 +252,3 @@ def _index_scan(rel: Relation, dead: float, pages: int, version: int) -> tuple[b
             f"bypassed: {dead:,.0f} dead tuples can fill fewer than 2 % of {pages:,} pages"
         )
     return True, "dead tuples may sit on 2 % of the pages or more: no bypass assumed"
-
-
-def _number(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

@@ -98,7 +98,7 @@ def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recomme
         forced = _forced_clause(t)
         return "autovacuum is off for the whole server" + forced, _off_severity(t), []
     running = [v for v in ctx.now.vacuums if v.is_autovacuum]
-    if len(running) >= ctx.setting("autovacuum_max_workers", 3):
+    if len(running) >= ctx.workers:
         return "every autovacuum worker is busy", "warning", []
     if t.relation.last_autovacuum and ctx.now.backends and _vacuumed_recently(ctx, t):
         return "vacuumed recently, but the xmin horizon keeps its dead tuples", "warning", []

@@ -152,9 +152,7 @@ def thresholds(
 ) -> Thresholds:
     """The three thresholds of one relation, as autovacuum computes them."""
     reltuples = max(relation.reltuples, 0.0)
-    vacuum = settings.vacuum_threshold + settings.vacuum_scale_factor * reltuples
-    if settings.vacuum_max_threshold is not None:
-        vacuum = min(vacuum, settings.vacuum_max_threshold)
+    vacuum = vacuum_threshold(settings, reltuples)
     insert = None
     if settings.insert_threshold is not None:
         insert = settings.insert_threshold + settings.insert_scale_factor * reltuples * _unfrozen(
@@ -176,6 +174,18 @@ def thresholds(
         forced=forcing.forced(settings.freeze, relation.frozenxid_age, relation.minmxid_age),
         in_recovery=in_recovery,
     )
+
+
+def vacuum_threshold(
+    settings: Effective, reltuples: float, *, scale_factor: float | None = None
+) -> float:
+    """``Min(vac_max_thresh, vac_base_thresh + vac_scale_factor × reltuples)``
+    (relation_needs_vacanalyze()); ``scale_factor`` asks what another one would give."""
+    factor = settings.vacuum_scale_factor if scale_factor is None else scale_factor
+    vacuum = settings.vacuum_threshold + factor * max(reltuples, 0.0)
+    if settings.vacuum_max_threshold is not None:
+        vacuum = min(vacuum, settings.vacuum_max_threshold)
+    return vacuum
 
 
 def _unfrozen(relation: Relation, version_num: int) -> float:
