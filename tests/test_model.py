@@ -148,3 +148,55 @@ def test_enabling_toast_autovacuum_carries_the_tables_settings(
         ),
     )
     run_recommendations(f.recommendations, embedded_database, sandbox.dsn)
+
+
+# -- what one vacuum does -------------------------------------------------------------------
+
+
+def test_aggressive_scan_skips_only_all_frozen_pages() -> None:
+    from vacuumlab.model import duration
+
+    rel = relation(50, "old", relpages=1000, relallvisible=900, relallfrozen=600)
+    young = duration.work(
+        rel, dead=0, pages=1000, index_pages=0, server=PG18, options={}, version_num=180001
+    )
+    assert (young.aggressive, young.heap_pages) == (False, 100)
+    # 0.95 × 200 million caps vacuum_freeze_table_age's 150 million: past 150 million.
+    aged = changed(rel, frozenxid_age=150_000_000)
+    old = duration.work(
+        aged, dead=0, pages=1000, index_pages=0, server=PG18, options={}, version_num=180001
+    )
+    assert (old.aggressive, old.heap_pages) == (True, 400)
+
+
+def test_index_passes_follow_work_mem_and_the_1gb_cap_before_17() -> None:
+    from vacuumlab.model import duration
+
+    small = PG18 | {"autovacuum_work_mem": "-1", "maintenance_work_mem": "65536"}  # 64 MB
+    # Before 17: 64 MB / 6 bytes = 11,184,810 TIDs a pass: 30 million dead take 3 passes.
+    assert duration.index_passes(30e6, 10**8, small, 160000) == 3
+    # A 4 GB setting is capped at 1 GB before 17: 178,956,970 TIDs a pass.
+    big = small | {"maintenance_work_mem": str(4 * 1024 * 1024)}
+    assert duration.index_passes(400e6, 10**9, big, 160000) == 3
+    # 17+: about 64 bytes per page with dead items: 64 MB hold 1,048,576 pages.
+    assert duration.index_passes(30e6, 2_000_000, small, 170000) == 2
+
+
+def test_failsafe_turns_throttling_and_index_vacuuming_off() -> None:
+    rel = relation(
+        60,
+        "ancient",
+        reltuples=1000.0,
+        relpages=1000,
+        n_indexes=1,
+        index_bytes=100 * 8192,
+        n_dead_tup=5000,
+        frozenxid_age=1_700_000_000,
+    )
+    first = snapshot(Table(heap=rel, toast=None))
+    later = snapshot(Table(heap=rel, toast=None), seconds=60)
+    [e] = estimate.estimates(context(first, later))
+    assert e.duration is not None
+    assert e.duration.work.failsafe
+    assert not e.duration.throttled
+    assert not e.duration.index_scan

@@ -20,12 +20,11 @@ from vacuumlab.advise.context import Context, label
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
+from vacuumlab.model import duration as vacuum_work
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
-#: lazy_vacuum() in vacuumlazy.c (14+) skips index vacuuming when fewer than this share of
-#: the heap's pages hold dead items (and those take under 32 MB).
-BYPASS_THRESHOLD_PAGES = 0.02
+BYPASS_THRESHOLD_PAGES = vacuum_work.BYPASS_THRESHOLD_PAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +49,12 @@ class Duration:
     settings: cm.CostSettings
     workers: int  # workers sharing the cost limit
     balanced: bool  # False: the relation has its own cost settings
+    work: vacuum_work.VacuumWork  # the model's view: passes, aggressive, failsafe
 
     @property
     def throttled(self) -> bool:
-        return self.settings.delay_ms > 0
+        """The failsafe turns the cost-based delay off (lazy_check_wraparound_failsafe())."""
+        return self.settings.delay_ms > 0 and not self.work.failsafe
 
     def seconds(self, cost: float) -> float:
         return cm.throttle_seconds(cost, self.settings, workers=self.workers)
@@ -221,34 +222,25 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
     rel = t.relation
     block = ctx.now.server.block_size
     pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
-    heap_pages = max(pages - min(rel.relallvisible, pages), 0)
-    index_pages = (rel.index_bytes or 0) // block
-    scan, reason = _index_scan(rel, dead, pages, ctx.version)
-    visited = heap_pages + (index_pages if scan else 0)
+    w = vacuum_work.work(
+        rel,
+        dead=dead,
+        pages=pages,
+        index_pages=(rel.index_bytes or 0) // block,
+        server=ctx.settings,
+        options=options,
+        version_num=ctx.version,
+    )
+    visited = w.pages_visited
     return Duration(
-        heap_pages=heap_pages,
-        index_pages=index_pages,
-        index_scan=scan,
-        index_reason=reason,
+        heap_pages=w.heap_pages,
+        index_pages=w.index_pages,
+        index_scan=w.index_passes > 0,
+        index_reason=w.index_reason,
         cost_clean=visited * settings.page_hit,
         cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
         settings=settings,
         workers=max(1, ctx.balanced_autovacuums) if balanced else 1,
         balanced=balanced,
+        work=w,
     )
-
-
-def _index_scan(rel: Relation, dead: float, pages: int, version: int) -> tuple[bool, str]:
-    """Whether the next vacuum reads every index page (lazy_vacuum() in vacuumlazy.c)."""
-    if rel.n_indexes == 0:
-        return False, "no indexes"
-    cleanup = rel.reloptions.get("vacuum_index_cleanup", "auto").lower()
-    if cleanup in ("off", "false", "no", "0"):
-        return False, "vacuum_index_cleanup is off"
-    if version < 140000 or cleanup in ("on", "true", "yes", "1"):
-        return True, "index vacuuming is never bypassed here"
-    if dead < BYPASS_THRESHOLD_PAGES * pages:
-        return False, (
-            f"bypassed: {dead:,.0f} dead tuples can fill fewer than 2 % of {pages:,} pages"
-        )
-    return True, "dead tuples may sit on 2 % of the pages or more: no bypass assumed"
