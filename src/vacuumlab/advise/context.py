@@ -4,7 +4,7 @@ settings, each relation's thresholds, and one way to write a recommendation."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from psycopg import sql
@@ -20,6 +20,8 @@ from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
 class Context:
     snapshot: Snapshot
     later: Snapshot | None = None
+    #: Results computed once per advice and shared by the questions (estimates, cost settings).
+    memo: dict[str, object] = field(default_factory=dict)
 
     @property
     def now(self) -> Snapshot:
@@ -58,6 +60,21 @@ class Context:
             for table in self.now.tables
             for t in th.of_table(table, self.settings, self.version, in_recovery=recovery)
         ]
+
+    @cached_property
+    def tables_by_oid(self) -> dict[int, Table]:
+        """Each table under the oid of its heap and of its TOAST relation."""
+        found: dict[int, Table] = {}
+        for table in self.now.tables:
+            found[table.heap.oid] = table
+            if table.toast is not None:
+                found[table.toast.oid] = table
+        return found
+
+    def name_of(self, relation: Relation) -> str:
+        """``schema.table`` or ``schema.table (TOAST)``."""
+        table = self.tables_by_oid.get(relation.oid)
+        return label(relation, table.heap if table is not None else None)
 
     @cached_property
     def workers(self) -> int:

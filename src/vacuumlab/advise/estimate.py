@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, label
@@ -104,6 +105,13 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
 
 
 def estimates(ctx: Context) -> list[Estimate]:
+    """Every relation's estimate, computed once per advice: three questions read them."""
+    if "estimates" not in ctx.memo:
+        ctx.memo["estimates"] = _estimates(ctx)
+    return cast(list[Estimate], ctx.memo["estimates"])
+
+
+def _estimates(ctx: Context) -> list[Estimate]:
     by_oid = {t.relation.oid: t for t in ctx.thresholds}
     found = []
     for table in ctx.tables():
@@ -116,10 +124,12 @@ def estimates(ctx: Context) -> list[Estimate]:
 
 def autovacuum_cost(ctx: Context) -> cm.CostSettings | None:
     """The server's autovacuum cost settings, None when the snapshot lacks them."""
-    try:
-        return cm.CostSettings.for_autovacuum(ctx.settings)
-    except VacuumlabError:
-        return None
+    if "cost" not in ctx.memo:
+        try:
+            ctx.memo["cost"] = cm.CostSettings.for_autovacuum(ctx.settings)
+        except VacuumlabError:
+            ctx.memo["cost"] = None
+    return cast(cm.CostSettings | None, ctx.memo["cost"])
 
 
 def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:

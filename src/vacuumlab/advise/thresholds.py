@@ -136,10 +136,7 @@ def _off_severity(t: Thresholds) -> str:
 
 
 def _table_of(ctx: Context, t: Thresholds) -> Table:
-    oid = t.relation.oid
-    return next(
-        tb for tb in ctx.now.tables if tb.heap.oid == oid or (tb.toast and tb.toast.oid == oid)
-    )
+    return ctx.tables_by_oid[t.relation.oid]
 
 
 def _vacuumed_recently(ctx: Context, t: Thresholds) -> bool:
@@ -149,9 +146,7 @@ def _vacuumed_recently(ctx: Context, t: Thresholds) -> bool:
 
 
 def _heap_of(ctx: Context, t: Thresholds) -> Relation:
-    if not t.is_toast:
-        return t.relation
-    return next(tb.heap for tb in ctx.now.tables if tb.toast and tb.toast.oid == t.relation.oid)
+    return ctx.tables_by_oid[t.relation.oid].heap
 
 
 def _formula(t: Thresholds) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vacuumlab.advise.context import Context, label
+from vacuumlab.advise.context import Context
 from vacuumlab.model import forcing
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.advice import Finding, Severity
-from vacuumlab.records.snapshot import Relation
 
 HARD_LIMIT = forcing.HARD_LIMIT
 _KIND = {"xid": "transaction id", "mxid": "multixact"}
@@ -44,19 +43,12 @@ def findings(ctx: Context, *, warn_share: float = 0.75) -> list[Finding]:
 
 
 def _relation(ctx: Context, t: Thresholds) -> list[_Age]:
-    name = label(t.relation, _owner(ctx, t))
+    name = ctx.name_of(t.relation)
     limits, off = t.effective.freeze, not t.effective.table_enabled
     return [
         _Age(name, "xid", t.relation.frozenxid_age, limits.xid, limits.xid_own, off),
         _Age(name, "mxid", t.relation.minmxid_age, limits.mxid, limits.mxid_own, off),
     ]
-
-
-def _owner(ctx: Context, t: Thresholds) -> Relation | None:
-    if not t.is_toast:
-        return None
-    oid = t.relation.oid
-    return next((tb.heap for tb in ctx.now.tables if tb.toast and tb.toast.oid == oid), None)
 
 
 def _databases(ctx: Context) -> list[_Age]:
