@@ -200,3 +200,31 @@ def test_failsafe_turns_throttling_and_index_vacuuming_off() -> None:
     assert e.duration.work.failsafe
     assert not e.duration.throttled
     assert not e.duration.index_scan
+
+
+def test_database_multixact_age_is_watched() -> None:
+    """Bug 2: a database's datminmxid age past autovacuum_multixact_freeze_max_age."""
+    from vacuumlab.advise import wraparound
+    from vacuumlab.records.snapshot import Database
+
+    old = Database(name="app", frozenxid_age=1000, minmxid_age=450_000_000, allow_connections=True)
+    ctx = context(snapshot().model_copy(update={"databases": [old]}))
+    [f] = wraparound.findings(ctx)
+    assert (f.relation, f.evidence["freeze_max_age"]) == ("database app", 400_000_000)
+    assert f.title.startswith("multixact age 450,000,000: past")
+
+
+def test_track_counts_off_is_reported_with_its_fix() -> None:
+    ctx = context(snapshot(values={"track_counts": "off"}))
+    [f] = [f for f in thresholds.findings(ctx) if f.relation is None]
+    assert f.title.startswith("track_counts is off")
+    assert sqls(f) == ["ALTER SYSTEM SET \"track_counts\" = 'on'; SELECT pg_reload_conf();"]
+
+
+def test_no_failsafe_before_14() -> None:
+    from vacuumlab.advise import wraparound
+
+    rel = relation(70, "old13", frozenxid_age=1_700_000_000)
+    ctx = context(snapshot(Table(heap=rel, toast=None), version=130010))
+    [f] = [f for f in wraparound.findings(ctx) if f.relation == "public.old13"]
+    assert f.evidence["failsafe_age"] is None

@@ -79,7 +79,9 @@ def oldest_age(ctx: Context, kind: str, fallback: int) -> int:
 def _finding(ctx: Context, a: _Age, rate: float | None, warn_share: float) -> Finding | None:
     if a.age is None or a.age < warn_share * a.limit:
         return None
-    failsafe = forcing.failsafe_age(ctx.settings, multixact=a.kind == "mxid")
+    failsafe = forcing.failsafe_age(
+        ctx.settings, multixact=a.kind == "mxid", version_num=ctx.version
+    )
     severity: Severity = "critical" if a.age >= failsafe or a.age >= HARD_LIMIT * 0.5 else "warning"
     left = HARD_LIMIT - oldest_age(ctx, a.kind, a.age)
     kind = _KIND[a.kind]
@@ -93,7 +95,7 @@ def _finding(ctx: Context, a: _Age, rate: float | None, warn_share: float) -> Fi
             "age": a.age,
             "freeze_max_age": a.limit,
             "own_freeze_max_age": a.own,
-            "failsafe_age": failsafe,
+            "failsafe_age": failsafe if failsafe != float("inf") else None,
             "left": left,
             "ids_per_second": rate,
         },

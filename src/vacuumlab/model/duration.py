@@ -60,10 +60,11 @@ def aggressive(rel: Relation, server: Mapping[str, str], options: Mapping[str, s
     )
 
 
-def in_failsafe(rel: Relation, server: Mapping[str, str]) -> bool:
+def in_failsafe(rel: Relation, server: Mapping[str, str], version_num: int) -> bool:
     """Whether the vacuum runs past vacuum_failsafe_age (or the multixact one) from its start."""
-    xid = (rel.frozenxid_age or 0) >= forcing.failsafe_age(server)
-    return xid or (rel.minmxid_age or 0) >= forcing.failsafe_age(server, multixact=True)
+    xid_age = forcing.failsafe_age(server, version_num=version_num)
+    mxid_age = forcing.failsafe_age(server, multixact=True, version_num=version_num)
+    return (rel.frozenxid_age or 0) >= xid_age or (rel.minmxid_age or 0) >= mxid_age
 
 
 def heap_pages(rel: Relation, pages: int, *, is_aggressive: bool) -> int:
@@ -110,7 +111,7 @@ def work(
 ) -> VacuumWork:
     """The next vacuum of ``rel``, expected to find ``dead`` dead tuples on ``pages`` pages."""
     is_aggressive = aggressive(rel, server, options)
-    failsafe = in_failsafe(rel, server)
+    failsafe = in_failsafe(rel, server, version_num)
     skipped, reason = bypass(rel, dead, pages, version_num)
     if failsafe and not skipped:
         skipped, reason = True, "the failsafe skips index vacuuming"

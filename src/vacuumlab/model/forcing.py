@@ -8,11 +8,12 @@
   forced vacuums run).
 - ``MultiXactMemberFreezeThreshold()`` (multixact.c) lowers the multixact limit towards 0 once
   member space passes half of its 2^32 offsets. PostgreSQL 13–18 expose no member count to
-  SQL (pg_get_multixact_members() lists one multixact), so without ``members`` this model
-  assumes no member-space pressure: the GUC applies.
+  SQL (pg_get_multixact_members() lists one multixact's members; pg_get_multixact_stats()
+  arrives in 19; reading pg_multixact/members needs superuser), so without ``members`` this
+  model assumes no member-space pressure: the GUC applies.
 - ``vacuum_xid_failsafe_check()`` (vacuum.c) turns throttling and index vacuuming off past
-  ``Max(vacuum_failsafe_age, 1.05 × autovacuum_freeze_max_age)`` (14+), and the same for
-  multixacts with ``vacuum_multixact_failsafe_age``.
+  ``Max(vacuum_failsafe_age, 1.05 × autovacuum_freeze_max_age)``, and the same for
+  multixacts with ``vacuum_multixact_failsafe_age``; PostgreSQL 13 has no failsafe.
 """
 
 from __future__ import annotations
@@ -93,9 +94,13 @@ def forced(limits: FreezeLimits, xid_age: int | None, mxid_age: int | None) -> s
     return None
 
 
-def failsafe_age(server: Mapping[str, str], *, multixact: bool = False) -> float:
+def failsafe_age(
+    server: Mapping[str, str], *, multixact: bool = False, version_num: int = 140000
+) -> float:
     """The age at which vacuum's failsafe triggers: ``Max(failsafe_age, 1.05 × freeze_max_age)``
-    of the server (vacuum_xid_failsafe_check() in vacuum.c)."""
+    of the server (vacuum_xid_failsafe_check() in vacuum.c); never before 14."""
+    if version_num < 140000:
+        return float("inf")
     if multixact:
         failsafe = setting(server, "vacuum_multixact_failsafe_age")
         return max(failsafe, 1.05 * setting(server, "autovacuum_multixact_freeze_max_age"))
