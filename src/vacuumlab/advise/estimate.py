@@ -2,9 +2,8 @@
 it, and how long that vacuum should take under the cost-based delay: the arithmetic behind
 the timing and workers questions (their text is in timing.py and workers.py).
 
-- Rates need two snapshots. Dead tuples per second come from ``n_dead_tup``: its growth when
-  no vacuum ran in between, else its count since that vacuum (pruning makes
-  ``n_tup_upd + n_tup_del`` overstate it); inserts per second from ``n_tup_ins``.
+- Rates need two snapshots; they, and the time to the next threshold, come from the model
+  (model/rates.py): dead tuples from ``n_dead_tup``, never ``n_tup_upd + n_tup_del``.
 - The duration is the cost model's sleep (model/cost.py) for the pages the vacuum visits:
   the heap pages that are not all-visible (the visibility map lets vacuum skip the others;
   vacuumlazy.c) and, unless the index-vacuuming bypass applies, every index page.
@@ -13,7 +12,6 @@ the timing and workers questions (their text is in timing.py and workers.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import cast
 
 from vacuumlab.advise import toast as toast_options
@@ -22,19 +20,12 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
 from vacuumlab.model import duration as vacuum_work
+from vacuumlab.model import rates as rates_model
+from vacuumlab.model.rates import Rates
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
 BYPASS_THRESHOLD_PAGES = vacuum_work.BYPASS_THRESHOLD_PAGES
-
-
-@dataclass(frozen=True, slots=True)
-class Rates:
-    """Per second over the interval between the two snapshots; None when not reported."""
-
-    dead_per_second: float | None
-    inserts_per_second: float | None
-    dead_source: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +125,8 @@ def autovacuum_cost(ctx: Context) -> cm.CostSettings | None:
 
 def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
     rates = relation_rates(ctx, t.relation)
-    to_vacuum, trigger = _to_vacuum(t, rates)
-    dead_then = _dead_at_vacuum(t, rates, to_vacuum, trigger)
+    to_vacuum, trigger = rates_model.to_vacuum(t, rates)
+    dead_then = rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger)
     return Estimate(
         thresholds=t,
         table=table,
@@ -148,79 +139,11 @@ def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
 
 
 def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
-    seconds = ctx.seconds
+    """The model's rates of ``rel`` between the two snapshots (None without --interval)."""
     before = ctx.earlier(rel)
-    if before is None or not seconds or seconds <= 0:
+    if before is None or not ctx.seconds:
         return None
-    dead = _dead_rate(before, rel, seconds, ctx.now.taken_at)
-    inserts = _delta(before.n_tup_ins, rel.n_tup_ins)
-    return Rates(
-        dead_per_second=dead[0] if dead else None,
-        inserts_per_second=None if inserts is None else inserts / seconds,
-        dead_source=dead[1] if dead else None,
-    )
-
-
-def _dead_rate(
-    before: Relation, after: Relation, seconds: float, taken_at: datetime
-) -> tuple[float, str] | None:
-    """Net growth of n_dead_tup over the interval; across a vacuum, the dead tuples counted
-    since that vacuum ended. Never n_tup_upd + n_tup_del: page pruning removes dead versions
-    between vacuums and lowers n_dead_tup (pgstat_update_heap_dead_tuples()), so on HOT-heavy
-    tables updates overstate the dead tuples a vacuum finds."""
-    if before.n_dead_tup is None or after.n_dead_tup is None:
-        return None
-    if _vacuums(after) == _vacuums(before):
-        return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
-    ends = [t for t in (after.last_vacuum, after.last_autovacuum) if t is not None]
-    since = (taken_at - max(ends)).total_seconds() if ends else seconds
-    since = min(max(since, 1.0), seconds)
-    return after.n_dead_tup / since, "n_dead_tup since the vacuum in between"
-
-
-def _vacuums(rel: Relation) -> int:
-    return (rel.vacuum_count or 0) + (rel.autovacuum_count or 0)
-
-
-def _delta(before: int | None, after: int | None) -> int | None:
-    """Growth of a cumulative counter; None when unknown or reset in between."""
-    if before is None or after is None or after < before:
-        return None
-    return after - before
-
-
-def _to_vacuum(t: Thresholds, rates: Rates | None) -> tuple[float | None, str | None]:
-    if t.in_recovery:
-        return None, "a standby"
-    if t.forced is not None:
-        return 0.0, "forced for wraparound"
-    if not t.effective.enabled:
-        return None, "autovacuum is off"
-    if t.needs_vacuum:
-        return 0.0, "past its threshold"
-    if rates is None:
-        return None, None
-    candidates = []
-    if rates.dead_per_second:
-        candidates.append((max(t.vacuum - t.dead, 0) / rates.dead_per_second, "dead tuples"))
-    if t.insert is not None and rates.inserts_per_second:
-        candidates.append((max(t.insert - t.inserted, 0) / rates.inserts_per_second, "inserts"))
-    if not candidates:
-        return None, None
-    seconds, trigger = min(candidates)
-    return seconds, trigger
-
-
-def _dead_at_vacuum(
-    t: Thresholds, rates: Rates | None, to_vacuum: float | None, trigger: str | None
-) -> float:
-    """Dead tuples when the vacuum starts: the threshold, or what accrues until the inserts
-    trigger it."""
-    if trigger == "inserts" and rates is not None and to_vacuum is not None:
-        return t.dead + (rates.dead_per_second or 0) * to_vacuum
-    if trigger in ("past its threshold", "forced for wraparound"):
-        return float(t.dead)
-    return max(t.vacuum, float(t.dead))
+    return rates_model.between(before, rel, ctx.seconds, ctx.now.taken_at)
 
 
 def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
