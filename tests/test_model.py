@@ -228,3 +228,29 @@ def test_no_failsafe_before_14() -> None:
     ctx = context(snapshot(Table(heap=rel, toast=None), version=130010))
     [f] = [f for f in wraparound.findings(ctx) if f.relation == "public.old13"]
     assert f.evidence["failsafe_age"] is None
+
+
+def test_toast_and_wraparound_agree_on_the_freeze_limit() -> None:
+    """One function for effective freeze ages: a table's 1.5 billion does not raise the
+    server's 200 million, for its heap or for its TOAST relation."""
+    from vacuumlab.advise import toast, wraparound
+
+    heap = relation(
+        80, "doc", frozenxid_age=1000, reloptions={"autovacuum_freeze_max_age": "1500000000"}
+    )
+    old_toast = toast_of(heap, 81, frozenxid_age=180_000_000)
+    ctx = context(snapshot(Table(heap=heap, toast=old_toast)))
+    [w] = [f for f in wraparound.findings(ctx) if f.relation == "public.doc (TOAST)"]
+    [t] = [f for f in toast.findings(ctx) if "freeze age" in f.title]
+    assert w.evidence["freeze_max_age"] == t.evidence["autovacuum_freeze_max_age"] == 200_000_000
+
+
+def test_insert_threshold_scales_by_the_unfrozen_share_on_18() -> None:
+    from vacuumlab.model import thresholds as th
+
+    rel = relation(90, "log", reltuples=100_000.0, relpages=1000, relallfrozen=750)
+    [on18] = th.of_table(Table(heap=rel, toast=None), PG18, 180001)
+    assert on18.insert == 1000 + 0.2 * 100_000 * 0.25  # a quarter of the pages unfrozen
+    [on17] = th.of_table(Table(heap=rel, toast=None), PG18, 170005)
+    assert on17.insert == 1000 + 0.2 * 100_000
+    assert on17.vacuum == 50 + 0.2 * 100_000  # no cap before 18
