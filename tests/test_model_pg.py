@@ -116,7 +116,7 @@ def test_multixact_forcing_takes_the_tables_own_limit(aged: tuple[Snapshot, Advi
     [rel] = [t.heap for t in snapshot.tables if t.heap.name == "mx_own"]
     assert (rel.minmxid_age or 0) > 10_000  # the set-up made its multixacts
     [f] = found(advice, "wraparound", "public.mx_own", "multixact age")
-    assert "past autovacuum_freeze_max_age" in f.title
+    assert "past autovacuum_multixact_freeze_max_age" in f.title
     assert f.evidence["freeze_max_age"] == 10_000
 
 

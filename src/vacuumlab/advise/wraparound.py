@@ -19,6 +19,7 @@ from vacuumlab.records.advice import Finding, Severity
 
 HARD_LIMIT = forcing.HARD_LIMIT
 _KIND = {"xid": "transaction id", "mxid": "multixact"}
+_SETTING = {"xid": "autovacuum_freeze_max_age", "mxid": "autovacuum_multixact_freeze_max_age"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +105,7 @@ def _finding(ctx: Context, a: _Age, rate: float | None, warn_share: float) -> Fi
 
 def _state(a: _Age) -> str:
     if a.age is not None and a.age > a.limit:
-        return "past autovacuum_freeze_max_age: an anti-wraparound vacuum is due" + (
+        return f"past {_SETTING[a.kind]}: an anti-wraparound vacuum is due" + (
             ", even with autovacuum off for it" if a.table_off else ""
         )
     return f"at {(a.age or 0) / a.limit:.0%} of its freeze_max_age" if a.limit else "due"
