@@ -254,3 +254,22 @@ def test_insert_threshold_scales_by_the_unfrozen_share_on_18() -> None:
     [on17] = th.of_table(Table(heap=rel, toast=None), PG18, 170005)
     assert on17.insert == 1000 + 0.2 * 100_000
     assert on17.vacuum == 50 + 0.2 * 100_000  # no cap before 18
+
+
+def test_a_standby_expects_no_autovacuum() -> None:
+    """Bug 4: in recovery autovacuum never runs; nothing is due, nothing is "off"."""
+    from vacuumlab.advise import advise
+
+    rel = relation(95, "replica", reltuples=1000.0, n_dead_tup=5000, frozenxid_age=300_000_000)
+    first = snapshot(Table(heap=rel, toast=None))
+    standby = first.model_copy(
+        update={"server": first.server.model_copy(update={"in_recovery": True})}
+    )
+    advice = advise(standby)
+    [status] = advice.tables
+    assert (status.seconds_to_vacuum, status.forced) == (None, "xid")
+    [f] = [
+        f for f in advice.findings if f.question == "thresholds" and f.relation == "public.replica"
+    ]
+    assert f.title.endswith("a standby runs no autovacuum: the primary's vacuums reach it by WAL")
+    assert f.recommendations == []
