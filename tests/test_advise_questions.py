@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
 import psycopg
 import pytest
@@ -14,6 +15,7 @@ from psycopg import sql
 from advise_fixtures import (
     BLOCK,
     MB,
+    T0,
     autovacuum,
     changed,
     context,
@@ -99,7 +101,9 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
 
 def timing_queue(**options: str) -> Context:
     """A sparse queue: 1,000 rows on 50,000 pages, two indexes on 10,000 pages; an autovacuum
-    ran between the snapshots, 3,000 updates and 3,000 deletes; two other autovacuums run."""
+    ended 1.5 s before the second snapshot, 150 dead tuples since; 3,000 updates and 3,000
+    deletes in the interval (pruned or vacuumed: they do not count); two other autovacuums
+    run."""
     before = relation(
         200,
         "jobs",
@@ -114,7 +118,8 @@ def timing_queue(**options: str) -> Context:
     )
     after = changed(
         before,
-        n_dead_tup=110,
+        n_dead_tup=150,
+        last_autovacuum=T0 + timedelta(seconds=58.5),
         n_ins_since_vacuum=100,
         n_tup_ins=3000,
         n_tup_upd=3000,
@@ -130,13 +135,14 @@ def timing_queue(**options: str) -> Context:
 
 def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
     [f] = timing.findings(timing_queue())
-    # A vacuum ran in between: dead tuples made = (3,000 updates + 3,000 deletes) / 60 = 100/s.
-    # Threshold 50 + 0.2 × 1,000 = 250: (250 - 110) / 100 = 1.4 s. 250 dead tuples fill at most
+    # A vacuum ended 1.5 s before the second snapshot: 150 dead tuples since = 100/s (not the
+    # 6,000 updates and deletes: pruning removes dead versions between vacuums).
+    # Threshold 50 + 0.2 × 1,000 = 250: (250 - 150) / 100 = 1.0 s. 250 dead tuples fill at most
     # 250 < 2 % × 50,000 = 1,000 pages: index vacuuming is bypassed, only the 50,000 heap
     # pages count: 50,000 × 21 = 1,050,000, at 200 / 2 workers and 2 ms: 21 s.
     assert f.severity == "warning"
-    assert f.title == "next autovacuum in 1.4 s to 61 s (by dead tuples); it should take about 21 s"
-    assert f.evidence["dead_rate_from"] == "n_tup_upd + n_tup_del"
+    assert f.title == "next autovacuum in 1.0 s to 61 s (by dead tuples); it should take about 21 s"
+    assert f.evidence["dead_rate_from"] == "n_dead_tup since the vacuum in between"
     assert f.evidence["dead_per_second"] == 100.0
     assert f.evidence["index_scan"] is False
     assert f.evidence["workers_sharing_limit"] == 2
@@ -155,7 +161,7 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
 def test_timing_honours_index_cleanup_and_own_cost_settings() -> None:
     # vacuum_index_cleanup = on: no bypass, so 60,000 pages × 21 / 100 × 2 ms = 25.2 s.
     rates = estimate.table_rates(timing_queue(vacuum_index_cleanup="on"))
-    assert rates[200] == (100.0, 1.4, 25.2)
+    assert rates[200] == (100.0, 1.0, 25.2)
     # Its own cost limit of 1,000: unbalanced, 1,050,000 / 1,000 × 2 ms = 2.1 s.
     assert estimate.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))[200][2] == 2.1
     # Its own delay of 0: unthrottled, no estimate.
@@ -442,7 +448,9 @@ def bloat_context() -> Context:
         reloptions={"fillfactor": "90"},
     )
     blob = relation(630, "blob", reloptions={"autovacuum_vacuum_cost_limit": "1000"})
-    blob_toast = toast_of(blob, 631, relpages=8_192, n_live_tup=1000, n_dead_tup=1000)
+    blob_toast = toast_of(
+        blob, 631, reltuples=1000.0, relpages=8_192, n_live_tup=1000, n_dead_tup=1000
+    )
     exact = ExactBloat(
         oid=620,
         table_len=50 * MB,

@@ -74,6 +74,8 @@ def _statuses(ctx: Context) -> list[TableStatus]:
                 dead_per_second=dead_rate,
                 seconds_to_vacuum=to_vacuum,
                 estimated_vacuum_seconds=duration,
+                needs_analyze=t.needs_analyze,
+                forced=t.forced,
             )
         )
     return sorted(rows, key=lambda r: -r.vacuum_progress)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_table, label
+from vacuumlab.model import thresholds as th
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import ExactBloat, Relation, Table
@@ -30,6 +31,8 @@ REPORT_SHARE = 0.10
 REPORT_BYTES = 1 << 20
 #: The scale factor recommended against bloat: a vacuum every 5 % of rows changed.
 TARGET_SCALE_FACTOR = 0.05
+#: Recommend the lower factor only if vacuums would come at least this many times as often.
+MIN_GAIN = 1.5
 _MB = 1 << 20
 ESTIMATOR = (
     "Estimated from statistics: dead rows' share of all rows, n_dead_tup / (n_live_tup + "
@@ -184,11 +187,14 @@ def _evidence(
 def _more_often(
     ctx: Context, table: Table, rel: Relation, t: Thresholds | None
 ) -> list[Recommendation]:
-    """A lower scale factor of the relation's own: vacuums come before dead rows pile up."""
-    if t is None or not t.effective.enabled:
+    """A lower scale factor of the relation's own: vacuums come before dead rows pile up.
+    Not while reltuples is unknown (-1), nor where 18's autovacuum_vacuum_max_threshold caps
+    the threshold below what the lower factor would give."""
+    if t is None or not t.effective.enabled or t.relation.reltuples < 0:
         return []
     current = t.effective.vacuum_scale_factor
-    if current <= TARGET_SCALE_FACTOR:
+    lower = th.vacuum_threshold(t.effective, t.relation.reltuples, scale_factor=TARGET_SCALE_FACTOR)
+    if current <= TARGET_SCALE_FACTOR or lower <= 0 or t.vacuum / lower < MIN_GAIN:
         return []
     name = label(rel, table.heap)
     rec = alter_table(
@@ -200,14 +206,19 @@ def _more_often(
         impact=0.5,
         reason=(
             f"at {current:g} × reltuples autovacuum waits for {t.vacuum:,.0f} dead rows in "
-            f"{name}; at {TARGET_SCALE_FACTOR:g} it comes about {current / TARGET_SCALE_FACTOR:g}"
-            " times as often, so fewer dead rows take space between vacuums (it does not give "
-            "back space already lost)"
+            f"{name}; at {TARGET_SCALE_FACTOR:g} for {lower:,.0f}{_capped(t, lower)}, so it comes "
+            f"about {t.vacuum / lower:.2g} times as often and fewer dead rows take space between "
+            "vacuums (it does not give back space already lost)"
         ),
     )
     inherited = toast_options.needs_carry_over(table, is_toast=t.is_toast)
     inherited.pop("autovacuum_vacuum_scale_factor", None)
     return [rec, *toast_options.carry_over(ctx, table, inherited, owner=label(table.heap))]
+
+
+def _capped(t: Thresholds, threshold: float) -> str:
+    cap = t.effective.vacuum_max_threshold
+    return " (autovacuum_vacuum_max_threshold caps it)" if threshold == cap else ""
 
 
 def _fillfactor(rel: Relation) -> int:

@@ -4,11 +4,12 @@ settings, each relation's thresholds, and one way to write a recommendation."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from psycopg import sql
 
+from vacuumlab.model import balance
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
@@ -19,6 +20,8 @@ from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
 class Context:
     snapshot: Snapshot
     later: Snapshot | None = None
+    #: Results computed once per advice and shared by the questions (estimates, cost settings).
+    memo: dict[str, object] = field(default_factory=dict)
 
     @property
     def now(self) -> Snapshot:
@@ -51,9 +54,43 @@ class Context:
 
     @cached_property
     def thresholds(self) -> list[th.Thresholds]:
+        recovery = self.now.server.in_recovery
         return [
-            t for table in self.now.tables for t in th.of_table(table, self.settings, self.version)
+            t
+            for table in self.now.tables
+            for t in th.of_table(table, self.settings, self.version, in_recovery=recovery)
         ]
+
+    @cached_property
+    def tables_by_oid(self) -> dict[int, Table]:
+        """Each table under the oid of its heap and of its TOAST relation."""
+        found: dict[int, Table] = {}
+        for table in self.now.tables:
+            found[table.heap.oid] = table
+            if table.toast is not None:
+                found[table.toast.oid] = table
+        return found
+
+    def name_of(self, relation: Relation) -> str:
+        """``schema.table`` or ``schema.table (TOAST)``."""
+        table = self.tables_by_oid.get(relation.oid)
+        return label(relation, table.heap if table is not None else None)
+
+    @cached_property
+    def workers(self) -> int:
+        """Autovacuum workers that can run at once (min with worker slots on 18)."""
+        return balance.available_workers(self.settings, self.version)
+
+    @cached_property
+    def balanced_autovacuums(self) -> int:
+        """Running autovacuums that share the cost limit (av_nworkersForBalance)."""
+        own = {
+            rel.oid
+            for table in self.now.tables
+            for rel in (table.heap, table.toast)
+            if rel is not None and balance.has_own_cost(th.options_of(table, rel))
+        }
+        return balance.balanced_workers(self.now.vacuums, own)
 
     def tables(self) -> Iterator[Table]:
         yield from self.now.tables

@@ -2,9 +2,8 @@
 it, and how long that vacuum should take under the cost-based delay: the arithmetic behind
 the timing and workers questions (their text is in timing.py and workers.py).
 
-- Rates need two snapshots. Dead tuples per second come from ``n_dead_tup`` when no vacuum ran
-  in between, else from ``n_tup_upd + n_tup_del`` (each update or delete leaves one dead
-  version; pgstat_relation.c); inserts per second from ``n_tup_ins``.
+- Rates need two snapshots; they, and the time to the next threshold, come from the model
+  (model/rates.py): dead tuples from ``n_dead_tup``, never ``n_tup_upd + n_tup_del``.
 - The duration is the cost model's sleep (model/cost.py) for the pages the vacuum visits:
   the heap pages that are not all-visible (the visibility map lets vacuum skip the others;
   vacuumlazy.c) and, unless the index-vacuuming bypass applies, every index page.
@@ -12,27 +11,21 @@ the timing and workers questions (their text is in timing.py and workers.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import cast
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, label
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
+from vacuumlab.model import duration as vacuum_work
+from vacuumlab.model import rates as rates_model
+from vacuumlab.model.rates import Rates
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
-#: lazy_vacuum() in vacuumlazy.c (14+) skips index vacuuming when fewer than this share of
-#: the heap's pages hold dead items (and those take under 32 MB).
-BYPASS_THRESHOLD_PAGES = 0.02
-
-
-@dataclass(frozen=True, slots=True)
-class Rates:
-    """Per second over the interval between the two snapshots; None when not reported."""
-
-    dead_per_second: float | None
-    inserts_per_second: float | None
-    dead_source: str | None
+BYPASS_THRESHOLD_PAGES = vacuum_work.BYPASS_THRESHOLD_PAGES
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +41,12 @@ class Duration:
     settings: cm.CostSettings
     workers: int  # workers sharing the cost limit
     balanced: bool  # False: the relation has its own cost settings
+    work: vacuum_work.VacuumWork  # the model's view: passes, aggressive, failsafe
 
     @property
     def throttled(self) -> bool:
-        return self.settings.delay_ms > 0
+        """The failsafe turns the cost-based delay off (lazy_check_wraparound_failsafe())."""
+        return self.settings.delay_ms > 0 and not self.work.failsafe
 
     def seconds(self, cost: float) -> float:
         return cm.throttle_seconds(cost, self.settings, workers=self.workers)
@@ -101,6 +96,13 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
 
 
 def estimates(ctx: Context) -> list[Estimate]:
+    """Every relation's estimate, computed once per advice: three questions read them."""
+    if "estimates" not in ctx.memo:
+        ctx.memo["estimates"] = _estimates(ctx)
+    return cast(list[Estimate], ctx.memo["estimates"])
+
+
+def _estimates(ctx: Context) -> list[Estimate]:
     by_oid = {t.relation.oid: t for t in ctx.thresholds}
     found = []
     for table in ctx.tables():
@@ -111,22 +113,20 @@ def estimates(ctx: Context) -> list[Estimate]:
     return found
 
 
-def running_autovacuums(ctx: Context) -> int:
-    return sum(1 for v in ctx.now.vacuums if v.is_autovacuum)
-
-
 def autovacuum_cost(ctx: Context) -> cm.CostSettings | None:
     """The server's autovacuum cost settings, None when the snapshot lacks them."""
-    try:
-        return cm.CostSettings.for_autovacuum(ctx.settings)
-    except VacuumlabError:
-        return None
+    if "cost" not in ctx.memo:
+        try:
+            ctx.memo["cost"] = cm.CostSettings.for_autovacuum(ctx.settings)
+        except VacuumlabError:
+            ctx.memo["cost"] = None
+    return cast(cm.CostSettings | None, ctx.memo["cost"])
 
 
 def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
     rates = relation_rates(ctx, t.relation)
-    to_vacuum, trigger = _to_vacuum(t, rates)
-    dead_then = _dead_at_vacuum(t, rates, to_vacuum, trigger)
+    to_vacuum, trigger = rates_model.to_vacuum(t, rates)
+    dead_then = rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger)
     return Estimate(
         thresholds=t,
         table=table,
@@ -139,71 +139,11 @@ def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
 
 
 def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
-    seconds = ctx.seconds
+    """The model's rates of ``rel`` between the two snapshots (None without --interval)."""
     before = ctx.earlier(rel)
-    if before is None or not seconds or seconds <= 0:
+    if before is None or not ctx.seconds:
         return None
-    dead = _dead_rate(before, rel, seconds)
-    inserts = _delta(before.n_tup_ins, rel.n_tup_ins)
-    return Rates(
-        dead_per_second=dead[0] if dead else None,
-        inserts_per_second=None if inserts is None else inserts / seconds,
-        dead_source=dead[1] if dead else None,
-    )
-
-
-def _dead_rate(before: Relation, after: Relation, seconds: float) -> tuple[float, str] | None:
-    """Net growth of n_dead_tup when nothing vacuumed the relation in between; otherwise every
-    dead version made (updates + deletes), since the vacuum reset the count."""
-    vacuumed = _vacuums(after) != _vacuums(before)
-    if not vacuumed and before.n_dead_tup is not None and after.n_dead_tup is not None:
-        return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
-    updates = _delta(before.n_tup_upd, after.n_tup_upd)
-    deletes = _delta(before.n_tup_del, after.n_tup_del)
-    if updates is None or deletes is None:
-        return None
-    return (updates + deletes) / seconds, "n_tup_upd + n_tup_del"
-
-
-def _vacuums(rel: Relation) -> int:
-    return (rel.vacuum_count or 0) + (rel.autovacuum_count or 0)
-
-
-def _delta(before: int | None, after: int | None) -> int | None:
-    """Growth of a cumulative counter; None when unknown or reset in between."""
-    if before is None or after is None or after < before:
-        return None
-    return after - before
-
-
-def _to_vacuum(t: Thresholds, rates: Rates | None) -> tuple[float | None, str | None]:
-    if not t.effective.enabled:
-        return None, "autovacuum is off"
-    if t.needs_vacuum:
-        return 0.0, "past its threshold"
-    if rates is None:
-        return None, None
-    candidates = []
-    if rates.dead_per_second:
-        candidates.append((max(t.vacuum - t.dead, 0) / rates.dead_per_second, "dead tuples"))
-    if t.insert is not None and rates.inserts_per_second:
-        candidates.append((max(t.insert - t.inserted, 0) / rates.inserts_per_second, "inserts"))
-    if not candidates:
-        return None, None
-    seconds, trigger = min(candidates)
-    return seconds, trigger
-
-
-def _dead_at_vacuum(
-    t: Thresholds, rates: Rates | None, to_vacuum: float | None, trigger: str | None
-) -> float:
-    """Dead tuples when the vacuum starts: the threshold, or what accrues until the inserts
-    trigger it."""
-    if trigger == "inserts" and rates is not None and to_vacuum is not None:
-        return t.dead + (rates.dead_per_second or 0) * to_vacuum
-    if trigger == "past its threshold":
-        return float(t.dead)
-    return max(t.vacuum, float(t.dead))
+    return rates_model.between(before, rel, ctx.seconds, ctx.now.taken_at)
 
 
 def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
@@ -211,60 +151,29 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
     if base is None:
         return None
     options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
-    settings, balanced = _own_cost(base, options)
+    settings, balanced = balance.own_cost(base, options)
     rel = t.relation
     block = ctx.now.server.block_size
     pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
-    heap_pages = max(pages - min(rel.relallvisible, pages), 0)
-    index_pages = (rel.index_bytes or 0) // block
-    scan, reason = _index_scan(rel, dead, pages, ctx.version)
-    visited = heap_pages + (index_pages if scan else 0)
+    w = vacuum_work.work(
+        rel,
+        dead=dead,
+        pages=pages,
+        index_pages=(rel.index_bytes or 0) // block,
+        server=ctx.settings,
+        options=options,
+        version_num=ctx.version,
+    )
+    visited = w.pages_visited
     return Duration(
-        heap_pages=heap_pages,
-        index_pages=index_pages,
-        index_scan=scan,
-        index_reason=reason,
+        heap_pages=w.heap_pages,
+        index_pages=w.index_pages,
+        index_scan=w.index_passes > 0,
+        index_reason=w.index_reason,
         cost_clean=visited * settings.page_hit,
         cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
         settings=settings,
-        workers=max(1, running_autovacuums(ctx)) if balanced else 1,
+        workers=max(1, ctx.balanced_autovacuums) if balanced else 1,
         balanced=balanced,
+        work=w,
     )
-
-
-def _own_cost(base: cm.CostSettings, options: dict[str, str]) -> tuple[cm.CostSettings, bool]:
-    """A relation's own cost limit (> 0) or delay (>= 0) replaces the server's and takes it out
-    of the balancing (table_recheck_autovac() sets at_dobalance in autovacuum.c)."""
-    limit = _number(options.get("autovacuum_vacuum_cost_limit"))
-    delay = _number(options.get("autovacuum_vacuum_cost_delay"))
-    own_limit = limit is not None and limit > 0 and limit.is_integer()
-    own_delay = delay is not None and delay >= 0
-    settings = replace(
-        base,
-        limit=int(limit) if own_limit and limit is not None else base.limit,
-        delay_ms=delay if own_delay and delay is not None else base.delay_ms,
-    )
-    return settings, not (own_limit or own_delay)
-
-
-def _index_scan(rel: Relation, dead: float, pages: int, version: int) -> tuple[bool, str]:
-    """Whether the next vacuum reads every index page (lazy_vacuum() in vacuumlazy.c)."""
-    if rel.n_indexes == 0:
-        return False, "no indexes"
-    cleanup = rel.reloptions.get("vacuum_index_cleanup", "auto").lower()
-    if cleanup in ("off", "false", "no", "0"):
-        return False, "vacuum_index_cleanup is off"
-    if version < 140000 or cleanup in ("on", "true", "yes", "1"):
-        return True, "index vacuuming is never bypassed here"
-    if dead < BYPASS_THRESHOLD_PAGES * pages:
-        return False, (
-            f"bypassed: {dead:,.0f} dead tuples can fill fewer than 2 % of {pages:,} pages"
-        )
-    return True, "dead tuples may sit on 2 % of the pages or more: no bypass assumed"
-
-
-def _number(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None

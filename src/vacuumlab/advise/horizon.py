@@ -5,6 +5,11 @@ Vacuum removes a dead tuple only once no snapshot can still see it (the horizon 
 transaction, a session idle in a transaction, a replication slot's xmin (a standby with
 hot_standby_feedback) or catalog_xmin (logical decoding), a prepared transaction, a walsender
 relaying standby feedback.
+
+Each holder is matched to what it holds (ComputeXidHorizons() in procarray.c): a backend or a
+prepared transaction holds back the user tables of its own database only (a walsender's
+standby feedback holds every database); a slot's xmin holds every table, its catalog_xmin only
+the system catalogs.
 """
 
 from __future__ import annotations
@@ -32,10 +37,17 @@ def findings(
     critical past ``critical_seconds`` (see the docs' "Routine Vacuuming")."""
     dead = sum((t.heap.n_dead_tup or 0) for t in ctx.now.tables)
     limits = (warn_seconds, critical_seconds, warn_age)
-    found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends]
+    here = ctx.now.server.database
+    found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends if _holds_here(b, here)]
     found += [_slot(s, dead, limits) for s in ctx.now.slots]
-    found += [_prepared(ctx, p, dead, limits) for p in ctx.now.prepared]
+    found += [_prepared(ctx, p, dead, limits) for p in ctx.now.prepared if p.database == here]
     return [f for f in found if f is not None]
+
+
+def _holds_here(b: Backend, database: str) -> bool:
+    """A backend of another database does not hold this one's tables back; one without a
+    database (a walsender relaying standby feedback: PROC_AFFECTS_ALL_HORIZONS) holds all."""
+    return b.database is None or b.database == database or b.backend_type == "walsender"
 
 
 def _severity(seconds: float | None, age: int | None, limits: tuple[float, float, int]) -> Severity:
@@ -110,6 +122,12 @@ def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Fi
     if not age:
         return None
     which = "xmin (standby feedback)" if s.xmin_age else "catalog_xmin (logical decoding)"
+    holds = (
+        f"pins the horizon; up to {dead:,} dead tuples here wait for it"
+        if s.xmin_age
+        else "holds back the system catalogs only: dead catalog rows (pg_class, pg_attribute "
+        "…) wait for it, user tables are not held"
+    )
     severity = _severity(None, age, limits)
     if not s.active and severity == "info":
         severity = "warning"  # an inactive slot holds the horizon forever
@@ -121,9 +139,8 @@ def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Fi
         title=f"replication slot {s.slot_name}: {which} age {age:,}"
         + ("" if s.active else ", inactive"),
         detail=(
-            f"A {s.slot_type} slot{' nobody is using' if not s.active else ''} pins the "
-            f"horizon; up to {dead:,} dead tuples here wait for it. If its consumer is gone: "
-            + drop.as_string(None)
+            f"A {s.slot_type} slot{' nobody is using' if not s.active else ''} {holds}. If "
+            "its consumer is gone: " + drop.as_string(None)
         ),
         evidence={
             "slot": s.slot_name,
@@ -131,6 +148,7 @@ def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Fi
             "active": s.active,
             "xmin_age": s.xmin_age,
             "catalog_xmin_age": s.catalog_xmin_age,
+            "holds": "all" if s.xmin_age else "catalogs",
         },
     )
 

@@ -7,10 +7,11 @@ the churn study supports, with its measurement.
 
 from __future__ import annotations
 
+from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label, share_of
-from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.model.thresholds import Thresholds, parse_bool
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import Relation
+from vacuumlab.records.snapshot import Relation, Table
 
 #: A table is queue-like when its rows turned over at least this many times (inserts plus
 #: deletes over live rows): the shape the churn study measures.
@@ -32,6 +33,7 @@ def findings(ctx: Context) -> list[Finding]:
         found.extend(_waiting(ctx, t, name))
         if not t.is_toast:
             found.extend(_queue(ctx, t, name))
+            found.extend(_analyze(t, name))
     found.extend(_global_off(ctx))
     return found
 
@@ -42,8 +44,7 @@ def _owners(ctx: Context) -> dict[int, Relation]:
 
 def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
     """A relation past its vacuum threshold: say how far, and what keeps autovacuum away."""
-    past = t.dead > t.vacuum or (t.insert is not None and t.inserted > t.insert)
-    if not past or max(t.dead, t.inserted) < MIN_DEAD:
+    if not t.past_threshold or max(t.dead, t.inserted) < MIN_DEAD:
         return []
     reason, severity, recommendations = _why(ctx, t, name)
     return [
@@ -64,28 +65,78 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
     ]
 
 
+def _analyze(t: Thresholds, name: str) -> list[Finding]:
+    """Past the analyze threshold: autovacuum analyses it at its next visit (doanalyze in
+    relation_needs_vacanalyze())."""
+    if not t.needs_analyze or t.modified < MIN_DEAD or t.analyze is None:
+        return []
+    never = t.relation.reltuples < 0
+    return [
+        Finding(
+            question="thresholds",
+            severity="info",
+            relation=name,
+            title=f"{share_of(t.modified / max(t.analyze, 1), 'its analyze threshold')}: "
+            + ("never analysed yet" if never else "an autoanalyze is due"),
+            detail=(
+                f"{t.modified:,} rows changed since the last analyze against a threshold of "
+                f"{t.analyze:,.0f}. Until it runs, the planner works from "
+                + ("no statistics." if never else "the previous statistics.")
+            ),
+            evidence={"n_mod_since_analyze": t.modified, "analyze_threshold": t.analyze},
+        )
+    ]
+
+
 def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recommendation]]:
     """Why a relation past its threshold has not been vacuumed (yet)."""
+    if t.in_recovery:
+        return "a standby runs no autovacuum: the primary's vacuums reach it by WAL", "info", []
     if not t.effective.table_enabled:
-        table = _heap_of(ctx, t)
-        fix = alter_table(
-            table,
-            "autovacuum_enabled",
-            "on",
-            toast=t.is_toast,
-            version=ctx.version,
-            reason=f"autovacuum is off for {name}: its dead tuples are never removed",
-            impact=min(1.0, 0.5 + t.vacuum_progress / 20),
-        )
-        return "autovacuum is off for it", "critical", [fix]
-    if not t.effective.enabled:
-        return "autovacuum is off for the whole server", "critical", []
+        return _table_off(ctx, t, name)
+    if not t.effective.active:
+        forced = _forced_clause(t)
+        return "autovacuum is off for the whole server" + forced, _off_severity(t), []
     running = [v for v in ctx.now.vacuums if v.is_autovacuum]
-    if len(running) >= ctx.setting("autovacuum_max_workers", 3):
+    if len(running) >= ctx.workers:
         return "every autovacuum worker is busy", "warning", []
     if t.relation.last_autovacuum and ctx.now.backends and _vacuumed_recently(ctx, t):
         return "vacuumed recently, but the xmin horizon keeps its dead tuples", "warning", []
     return "waiting for the launcher (it visits each database every naptime)", "info", []
+
+
+def _table_off(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recommendation]]:
+    """Autovacuum off for the relation: its dead tuples wait, except for the forced vacuum a
+    freeze limit brings (relation_needs_vacanalyze() ignores the switch then)."""
+    table = _heap_of(ctx, t)
+    until = "until its wraparound vacuum" if t.forced else "except by a manual VACUUM"
+    fix = alter_table(
+        table,
+        "autovacuum_enabled",
+        "on",
+        toast=t.is_toast,
+        version=ctx.version,
+        reason=f"autovacuum is off for {name}: its dead tuples stay {until}",
+        impact=min(1.0, 0.5 + t.vacuum_progress / 20),
+    )
+    carried = toast_options.needs_carry_over(_table_of(ctx, t), is_toast=t.is_toast)
+    carried.pop("autovacuum_enabled", None)
+    extra = toast_options.carry_over(ctx, _table_of(ctx, t), carried, owner=label(table))
+    return "autovacuum is off for it" + _forced_clause(t), _off_severity(t), [fix, *extra]
+
+
+def _forced_clause(t: Thresholds) -> str:
+    if t.forced is None:
+        return ""
+    return f", but it is past its {t.forced} freeze limit: a wraparound vacuum takes it anyway"
+
+
+def _off_severity(t: Thresholds) -> str:
+    return "warning" if t.forced else "critical"
+
+
+def _table_of(ctx: Context, t: Thresholds) -> Table:
+    return ctx.tables_by_oid[t.relation.oid]
 
 
 def _vacuumed_recently(ctx: Context, t: Thresholds) -> bool:
@@ -95,9 +146,7 @@ def _vacuumed_recently(ctx: Context, t: Thresholds) -> bool:
 
 
 def _heap_of(ctx: Context, t: Thresholds) -> Relation:
-    if not t.is_toast:
-        return t.relation
-    return next(tb.heap for tb in ctx.now.tables if tb.toast and tb.toast.oid == t.relation.oid)
+    return ctx.tables_by_oid[t.relation.oid].heap
 
 
 def _formula(t: Thresholds) -> str:
@@ -195,24 +244,38 @@ def _queue_settings(ctx: Context, t: Thresholds) -> list[Recommendation]:
     return recommendations
 
 
+#: Server switches that stop autovacuum's threshold-driven work (AutoVacuumingActive()).
+_SWITCHES = {
+    "autovacuum": "autovacuum is off for the whole server",
+    "track_counts": "track_counts is off: autovacuum has no statistics to act on",
+}
+
+
 def _global_off(ctx: Context) -> list[Finding]:
-    if ctx.settings.get("autovacuum", "on") == "on":
+    if ctx.now.server.in_recovery:
         return []
+    return [
+        _switch_off(ctx, name, title)
+        for name, title in _SWITCHES.items()
+        if not parse_bool(ctx.settings.get(name, "on"))
+    ]
+
+
+def _switch_off(ctx: Context, setting: str, title: str) -> Finding:
     fix = alter_system(
-        "autovacuum",
+        setting,
         "on",
         version=ctx.version,
         impact=1.0,
-        reason="with autovacuum off only anti-wraparound vacuums run: dead tuples pile up "
-        "in every table",
+        reason=f"with {setting} off only anti-wraparound vacuums run (AutoVacuumingActive() in "
+        "autovacuum.c): dead tuples pile up in every table",
     )
-    return [
-        Finding(
-            question="thresholds",
-            severity="critical",
-            relation=None,
-            title="autovacuum is off for the whole server",
-            detail="No table is vacuumed for its dead tuples, whatever its thresholds.",
-            recommendations=[fix],
-        )
-    ]
+    return Finding(
+        question="thresholds",
+        severity="critical",
+        relation=None,
+        title=title,
+        detail="No table is vacuumed or analysed for its dead tuples and changes, whatever its "
+        "thresholds; tables past their freeze limits are still vacuumed for wraparound.",
+        recommendations=[fix],
+    )

@@ -30,8 +30,9 @@ CHURN_MEASUREMENT = (
 ASSUMPTIONS = (
     "pages found in shared buffers (each read from disk adds vacuum_cost_page_miss); each heap "
     "page that is not all-visible visited once (runs of fewer than 32 all-visible pages are "
-    "read too: SKIP_PAGES_THRESHOLD in vacuumlazy.c); every index page read once when index "
-    "vacuuming runs; only the throttled sleep is counted, the work itself adds to it"
+    "read too: SKIP_PAGES_THRESHOLD in vacuumlazy.c; an aggressive vacuum skips only all-frozen "
+    "pages); every index page read once per index pass (one per fill of autovacuum_work_mem); "
+    "only the throttled sleep is counted, the work itself adds to it"
 )
 _NO_INTERVAL = "run with --interval 60s for rates"
 _KIND = {"dead tuples": "vacuum", "inserts": "insert"}
@@ -103,7 +104,8 @@ def _title(e: Estimate, naptime: float) -> str:
     if e.trigger == "autovacuum is off":
         title = f"autovacuum is off for it; dead tuples grow by {rate_text(rate or 0)}"
     elif e.to_vacuum == 0:
-        title = f"past its threshold: autovacuum is due within {duration_text(naptime)}"
+        why = e.trigger or "past its threshold"
+        title = f"{why}: autovacuum is due within {duration_text(naptime)}"
     elif e.to_vacuum is not None:
         low, high = duration_text(e.to_vacuum), duration_text(e.to_vacuum + naptime)
         title = f"next autovacuum in {low} to {high} (by {e.trigger})"
@@ -151,9 +153,14 @@ def _duration_sentence(e: Estimate) -> str:
     d = e.duration
     if d is None:
         return "The cost settings are not in the snapshot: no duration estimate."
+    passes = d.work.index_passes
     pages = f"{d.heap_pages:,} heap pages" + (
-        f" and {d.index_pages:,} index pages" if d.index_scan else ""
+        f" and {d.index_pages:,} index pages" + (f" {passes} times" if passes > 1 else "")
+        if d.index_scan
+        else ""
     )
+    if d.work.failsafe:
+        return f"Past the failsafe age the vacuum reads {pages} with no cost delay at all."
     if not d.throttled:
         return f"The vacuum reads {pages} unthrottled (cost delay 0): its I/O sets the pace."
     clean = duration_text(d.seconds(d.cost_clean))
@@ -191,6 +198,9 @@ def _duration_evidence(d: Duration) -> dict[str, Value]:
         "index_pages": d.index_pages,
         "index_scan": d.index_scan,
         "index_scan_reason": d.index_reason,
+        "index_passes": d.work.index_passes,
+        "aggressive": d.work.aggressive,
+        "failsafe": d.work.failsafe,
         "cost_clean": d.cost_clean,
         "cost_dirtied": d.cost_dirtied,
         "cost_limit": d.settings.limit,

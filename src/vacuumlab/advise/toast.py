@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vacuumlab.advise.context import Context, alter_table, label
+from vacuumlab.model import thresholds as th
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.pg.knobs import KNOBS
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
@@ -43,7 +44,8 @@ def findings(ctx: Context) -> list[Finding]:
         toast_thresholds = by_oid.get(table.toast.oid)
         if toast_thresholds is not None:
             found.extend(_past_threshold(table, toast_thresholds, by_oid.get(table.heap.oid)))
-        found.extend(_freeze_age(ctx, table))
+        if toast_thresholds is not None:
+            found.extend(_freeze_age(table, toast_thresholds))
     return found
 
 
@@ -51,11 +53,10 @@ def findings(ctx: Context) -> list[Finding]:
 
 
 def autovacuum_options(table: Table, *, is_toast: bool) -> dict[str, str]:
-    """The reloptions autovacuum reads for the heap or for its TOAST relation: the TOAST
-    relation's own when it has any, else all of its table's (table_recheck_autovac())."""
-    if not is_toast or table.toast is None:
-        return dict(table.heap.reloptions)
-    return dict(table.toast.reloptions or table.heap.reloptions)
+    """The reloptions autovacuum reads for the heap or for its TOAST relation (the model's
+    options_of())."""
+    rel = table.toast if is_toast and table.toast is not None else table.heap
+    return th.options_of(table, rel)
 
 
 def inheritable(heap: Relation) -> dict[str, str]:
@@ -117,7 +118,7 @@ def _carriable(ctx: Context, name: str, value: str) -> bool:
     knob = KNOBS.get(name)
     if knob is None or "toast" not in knob.scopes or ctx.version < knob.since:
         return False
-    return not (name == "autovacuum_enabled" and value.lower() in ("false", "off", "no", "0"))
+    return not (name == "autovacuum_enabled" and not th.parse_bool(value))
 
 
 # -- findings -----------------------------------------------------------------------------------
@@ -242,13 +243,13 @@ def _past_threshold(table: Table, t: Thresholds, heap: Thresholds | None) -> lis
     ]
 
 
-def _freeze_age(ctx: Context, table: Table) -> list[Finding]:
+def _freeze_age(table: Table, t: Thresholds) -> list[Finding]:
     toast = table.toast
     assert toast is not None
     heap_age, toast_age = table.heap.frozenxid_age, toast.frozenxid_age
     if heap_age is None or toast_age is None:
         return []
-    limit = _freeze_max_age(ctx, table)
+    limit = t.effective.freeze.xid  # the same Min(reloption, GUC) as wraparound.py
     if toast_age - heap_age < OLDER_SHARE * limit:
         return []
     severity: Severity = "warning" if toast_age >= WARN_AGE_SHARE * limit else "info"
@@ -274,17 +275,6 @@ def _freeze_age(ctx: Context, table: Table) -> list[Finding]:
             evidence=evidence,
         )
     ]
-
-
-def _freeze_max_age(ctx: Context, table: Table) -> float:
-    """A table's own autovacuum_freeze_max_age only lowers the server's (autovacuum.c takes
-    the smaller of the two)."""
-    server = ctx.setting("autovacuum_freeze_max_age", 200_000_000)
-    own = autovacuum_options(table, is_toast=True).get("autovacuum_freeze_max_age")
-    try:
-        return min(server, float(own)) if own is not None else server
-    except ValueError:
-        return server
 
 
 def _listing(options: Mapping[str, str]) -> str:

@@ -241,7 +241,7 @@ def _system(ctx: Context, setting: str, value: str, why: str, impact: float) -> 
 
 
 def _workers(ctx: Context) -> Finding:
-    max_workers = int(ctx.setting("autovacuum_max_workers", 3))
+    max_workers = ctx.workers
     running = [v for v in ctx.now.vacuums if v.is_autovacuum]
     busy = {v.relid for v in running}
     owners = {t.toast.oid: t.heap for t in ctx.tables() if t.toast is not None}

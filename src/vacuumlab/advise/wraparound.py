@@ -1,55 +1,64 @@
 """Wraparound: transaction-id and multixact ages against the limits that force vacuums.
 
-- above ``autovacuum_freeze_max_age`` (or a table's own, lower one) autovacuum forces an
-  aggressive, anti-wraparound vacuum, even where autovacuum is off for the table;
-- above ``vacuum_failsafe_age`` (14+, default 1.6 billion) vacuum drops its throttling and
-  index cleanup to finish in time;
-- at about 2^31 (2.1 billion, less a few million kept in reserve) the server stops assigning
-  transaction ids. Docs: "Preventing Transaction ID Wraparound Failures".
+The limits come from the model (model/forcing.py): a relation is forced past
+``Min(its own freeze_max_age, the server's)`` (relation_needs_vacanalyze() in autovacuum.c),
+even where autovacuum is off for it; vacuum's failsafe drops throttling and index vacuuming
+past ``Max(vacuum_failsafe_age, 1.05 × autovacuum_freeze_max_age)``; the server stops
+assigning ids when the cluster's oldest ``datfrozenxid`` is about 2^31 old. Docs: "Preventing
+Transaction ID Wraparound Failures".
 """
 
 from __future__ import annotations
 
-from vacuumlab.advise.context import Context, label
+from dataclasses import dataclass
+
+from vacuumlab.advise.context import Context
+from vacuumlab.model import forcing
+from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.advice import Finding, Severity
 
-#: Ages a server cannot pass: 2^31 ids, less the 3 million the server keeps in reserve (PG14+
-#: xidStopLimit; GetNewTransactionId in varsup.c).
-HARD_LIMIT = 2**31 - 3_000_000
+HARD_LIMIT = forcing.HARD_LIMIT
+_KIND = {"xid": "transaction id", "mxid": "multixact"}
+_SETTING = {"xid": "autovacuum_freeze_max_age", "mxid": "autovacuum_multixact_freeze_max_age"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Age:
+    """One age against its forcing limit."""
+
+    name: str
+    kind: str  # "xid" or "mxid"
+    age: int | None
+    limit: float
+    own: bool = False  # the relation's own reloption lowered the server's limit
+    table_off: bool = False  # autovacuum_enabled is off for the relation
 
 
 def findings(ctx: Context, *, warn_share: float = 0.75) -> list[Finding]:
     """``warn_share``: warn once an age passes this share of its freeze_max_age (the docs'
     advice: watch tables approaching it, not only past it)."""
     rate = _xid_rate(ctx)
-    found: list[Finding] = []
-    found.extend(_databases(ctx, rate))
-    for table in ctx.now.tables:
-        for rel in (table.heap, table.toast):
-            if rel is None:
-                continue
-            options = rel.reloptions or (table.heap.reloptions if rel.kind == "t" else {})
-            limit = float(options.get("autovacuum_freeze_max_age", 0)) or ctx.setting(
-                "autovacuum_freeze_max_age", 200_000_000
-            )
-            finding = _age(
-                ctx,
-                label(rel, table.heap),
-                rel.frozenxid_age,
-                limit,
-                rate,
-                warn_share,
-                "transaction id",
-            )
-            if finding is not None:
-                found.append(finding)
-            mlimit = ctx.setting("autovacuum_multixact_freeze_max_age", 400_000_000)
-            mfinding = _age(
-                ctx, label(rel, table.heap), rel.minmxid_age, mlimit, None, warn_share, "multixact"
-            )
-            if mfinding is not None:
-                found.append(mfinding)
-    return found
+    ages = [*_databases(ctx), *(a for t in ctx.thresholds for a in _relation(ctx, t))]
+    found = [_finding(ctx, a, rate if a.kind == "xid" else None, warn_share) for a in ages]
+    return [f for f in found if f is not None]
+
+
+def _relation(ctx: Context, t: Thresholds) -> list[_Age]:
+    name = ctx.name_of(t.relation)
+    limits, off = t.effective.freeze, not t.effective.table_enabled
+    return [
+        _Age(name, "xid", t.relation.frozenxid_age, limits.xid, limits.xid_own, off),
+        _Age(name, "mxid", t.relation.minmxid_age, limits.mxid, limits.mxid_own, off),
+    ]
+
+
+def _databases(ctx: Context) -> list[_Age]:
+    server = forcing.freeze_limits(ctx.settings, {})
+    ages = []
+    for db in ctx.now.databases:
+        ages.append(_Age(f"database {db.name}", "xid", db.frozenxid_age, server.xid))
+        ages.append(_Age(f"database {db.name}", "mxid", db.minmxid_age, server.mxid))
+    return ages
 
 
 def _xid_rate(ctx: Context) -> float | None:
@@ -61,57 +70,62 @@ def _xid_rate(ctx: Context) -> float | None:
     return used / seconds if seconds > 0 else None
 
 
-def _databases(ctx: Context, rate: float | None) -> list[Finding]:
-    limit = ctx.setting("autovacuum_freeze_max_age", 200_000_000)
-    found = []
-    for db in ctx.now.databases:
-        finding = _age(
-            ctx, f"database {db.name}", db.frozenxid_age, limit, rate, 0.75, "transaction id"
-        )
-        if finding is not None:
-            found.append(finding)
-    return found
+def oldest_age(ctx: Context, kind: str, fallback: int) -> int:
+    """The cluster's oldest datfrozenxid (datminmxid) age: the server stops there, whatever
+    one table's age (SetTransactionIdLimit() in varsup.c counts from the oldest database)."""
+    ages = [db.frozenxid_age if kind == "xid" else db.minmxid_age for db in ctx.now.databases]
+    return max([fallback, *ages])
 
 
-def _age(
-    ctx: Context,
-    name: str,
-    age: int | None,
-    limit: float,
-    rate: float | None,
-    warn_share: float,
-    kind: str,
-) -> Finding | None:
-    if age is None or age < warn_share * limit:
+def _finding(ctx: Context, a: _Age, rate: float | None, warn_share: float) -> Finding | None:
+    if a.age is None or a.age < warn_share * a.limit:
         return None
-    failsafe = ctx.setting("vacuum_failsafe_age", 1_600_000_000)
-    severity: Severity = "critical" if age >= failsafe or age >= HARD_LIMIT * 0.5 else "warning"
-    left = HARD_LIMIT - age
-    when = ""
-    if rate and rate > 0:
-        when = f" At the measured {rate:,.0f} ids/s that is {_duration(left / rate)}."
-    state = (
-        "past autovacuum_freeze_max_age: an anti-wraparound vacuum is due"
-        if age >= limit
-        else f"at {age / limit:.0%} of its freeze_max_age"
+    failsafe = forcing.failsafe_age(
+        ctx.settings, multixact=a.kind == "mxid", version_num=ctx.version
     )
+    severity: Severity = "critical" if a.age >= failsafe or a.age >= HARD_LIMIT * 0.5 else "warning"
+    left = HARD_LIMIT - oldest_age(ctx, a.kind, a.age)
+    kind = _KIND[a.kind]
     return Finding(
         question="wraparound",
         severity=severity,
-        relation=name,
-        title=f"{kind} age {age:,}: {state}",
-        detail=(
-            f"{left:,} {kind}s left before the server stops assigning them.{when} A forced "
-            "vacuum must visit every page not yet all-frozen; if it cannot finish, look at what "
-            "holds the xmin horizon and at the cost settings."
-        ),
+        relation=a.name,
+        title=f"{kind} age {a.age:,}: {_state(a)}",
+        detail=_detail(a, kind, left, rate),
         evidence={
-            "age": age,
-            "freeze_max_age": limit,
-            "failsafe_age": failsafe,
+            "age": a.age,
+            "freeze_max_age": a.limit,
+            "own_freeze_max_age": a.own,
+            "failsafe_age": failsafe if failsafe != float("inf") else None,
             "left": left,
             "ids_per_second": rate,
         },
+    )
+
+
+def _state(a: _Age) -> str:
+    if a.age is not None and a.age > a.limit:
+        return f"past {_SETTING[a.kind]}: an anti-wraparound vacuum is due" + (
+            ", even with autovacuum off for it" if a.table_off else ""
+        )
+    return f"at {(a.age or 0) / a.limit:.0%} of its freeze_max_age" if a.limit else "due"
+
+
+def _detail(a: _Age, kind: str, left: int, rate: float | None) -> str:
+    when = ""
+    if rate and rate > 0:
+        when = f" At the measured {rate:,.0f} ids/s that is {_duration(left / rate)}."
+    own = (
+        f" Its own freeze_max_age lowers the server's to {a.limit:,.0f} (autovacuum takes the "
+        "smaller of the two)."
+        if a.own
+        else ""
+    )
+    return (
+        f"{left:,} {kind}s left before the server stops assigning them, counted from the "
+        f"cluster's oldest database.{when}{own} A forced vacuum must visit every page not yet "
+        "all-frozen; if it cannot finish, look at what holds the xmin horizon and at the cost "
+        "settings."
     )
 
 

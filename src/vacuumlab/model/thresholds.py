@@ -8,7 +8,11 @@
   from 18, 1 before);
 - analyze when ``n_mod_since_analyze > analyze_threshold + analyze_scale_factor · reltuples``
   (never for TOAST relations);
-- ``reltuples < 0`` (never vacuumed or analysed) counts as 0.
+- ``reltuples < 0`` (never vacuumed or analysed) counts as 0;
+- past its freeze limits (model/forcing.py) a relation is vacuumed whatever its thresholds and
+  its ``autovacuum_enabled``; with ``autovacuum`` or ``track_counts`` off
+  (AutoVacuumingActive() false) only such forced vacuums run, and no analyze; a server in
+  recovery runs no autovacuum at all.
 
 Per-table reloptions override the server's settings. A TOAST relation uses its own
 reloptions (``toast.*``) when it has any, and its table's only when it has none
@@ -20,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from vacuumlab.model import forcing
 from vacuumlab.records.snapshot import Relation, Snapshot, Table
 
 _NAMES = {
@@ -38,8 +43,9 @@ _NAMES = {
 class Effective:
     """The settings autovacuum applies to one relation, and where each came from."""
 
-    enabled: bool  # the server's autovacuum and the relation's own switch together
+    enabled: bool  # the thresholds apply: autovacuum active and the relation's switch on
     table_enabled: bool  # the relation's own switch (autovacuum_enabled reloption) alone
+    active: bool  # AutoVacuumingActive(): the server's autovacuum and track_counts both on
     vacuum_threshold: float
     vacuum_scale_factor: float
     vacuum_max_threshold: float | None  # None: no cap (before 18, or -1)
@@ -48,6 +54,7 @@ class Effective:
     analyze_threshold: float
     analyze_scale_factor: float
     overridden: frozenset[str]  # the reloption names that overrode a server setting
+    freeze: forcing.FreezeLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +70,8 @@ class Thresholds:
     dead: int
     inserted: int
     modified: int
+    forced: str | None = None  # "xid" or "mxid": past a freeze limit (force_vacuum)
+    in_recovery: bool = False  # a standby: autovacuum never runs
 
     @property
     def vacuum_progress(self) -> float:
@@ -76,13 +85,25 @@ class Thresholds:
         return self.inserted / self.insert if self.insert > 0 else float(self.inserted > 0)
 
     @property
-    def needs_vacuum(self) -> bool:
+    def past_threshold(self) -> bool:
+        """Past the vacuum or the insert threshold, whether or not autovacuum acts on it."""
         by_inserts = self.insert is not None and self.inserted > self.insert
-        return self.effective.enabled and (self.dead > self.vacuum or by_inserts)
+        return self.dead > self.vacuum or by_inserts
+
+    @property
+    def needs_vacuum(self) -> bool:
+        """relation_needs_vacanalyze()'s dovacuum: forced, or past a threshold while the
+        thresholds apply."""
+        if self.in_recovery:
+            return False
+        return self.forced is not None or (self.effective.enabled and self.past_threshold)
 
     @property
     def needs_analyze(self) -> bool:
-        return self.effective.enabled and self.analyze is not None and self.modified > self.analyze
+        """doanalyze: only while the thresholds apply, never for TOAST relations."""
+        if self.in_recovery or not self.effective.enabled or self.analyze is None:
+            return False
+        return self.modified > self.analyze
 
 
 def effective(
@@ -97,15 +118,18 @@ def effective(
             overridden.add(reloption)
         else:
             values[field] = server.get(guc, "")
-    table_enabled = _on(options.get("autovacuum_enabled", "on"))
-    enabled = _on(server.get("autovacuum", "on")) and table_enabled
+    table_enabled = parse_bool(options.get("autovacuum_enabled", "on"))
+    active = parse_bool(server.get("autovacuum", "on")) and parse_bool(
+        server.get("track_counts", "on")
+    )
     if "autovacuum_enabled" in options:
         overridden.add("autovacuum_enabled")
     cap = _number(values["vacuum_max_threshold"]) if version_num >= 180000 else None
     insert = _number(values["insert_threshold"]) if version_num >= 130000 else None
     return Effective(
-        enabled=enabled,
+        enabled=active and table_enabled,
         table_enabled=table_enabled,
+        active=active,
         vacuum_threshold=_number(values["vacuum_threshold"]) or 0.0,
         vacuum_scale_factor=_number(values["vacuum_scale_factor"]) or 0.0,
         vacuum_max_threshold=cap if cap is not None and cap >= 0 else None,
@@ -114,17 +138,21 @@ def effective(
         analyze_threshold=_number(values["analyze_threshold"]) or 0.0,
         analyze_scale_factor=_number(values["analyze_scale_factor"]) or 0.0,
         overridden=frozenset(overridden),
+        freeze=forcing.freeze_limits(server, options),
     )
 
 
 def thresholds(
-    relation: Relation, settings: Effective, *, is_toast: bool, version_num: int
+    relation: Relation,
+    settings: Effective,
+    *,
+    is_toast: bool,
+    version_num: int,
+    in_recovery: bool = False,
 ) -> Thresholds:
     """The three thresholds of one relation, as autovacuum computes them."""
     reltuples = max(relation.reltuples, 0.0)
-    vacuum = settings.vacuum_threshold + settings.vacuum_scale_factor * reltuples
-    if settings.vacuum_max_threshold is not None:
-        vacuum = min(vacuum, settings.vacuum_max_threshold)
+    vacuum = vacuum_threshold(settings, reltuples)
     insert = None
     if settings.insert_threshold is not None:
         insert = settings.insert_threshold + settings.insert_scale_factor * reltuples * _unfrozen(
@@ -143,7 +171,21 @@ def thresholds(
         dead=relation.n_dead_tup or 0,
         inserted=relation.n_ins_since_vacuum or 0,
         modified=relation.n_mod_since_analyze or 0,
+        forced=forcing.forced(settings.freeze, relation.frozenxid_age, relation.minmxid_age),
+        in_recovery=in_recovery,
     )
+
+
+def vacuum_threshold(
+    settings: Effective, reltuples: float, *, scale_factor: float | None = None
+) -> float:
+    """``Min(vac_max_thresh, vac_base_thresh + vac_scale_factor × reltuples)``
+    (relation_needs_vacanalyze()); ``scale_factor`` asks what another one would give."""
+    factor = settings.vacuum_scale_factor if scale_factor is None else scale_factor
+    vacuum = settings.vacuum_threshold + factor * max(reltuples, 0.0)
+    if settings.vacuum_max_threshold is not None:
+        vacuum = min(vacuum, settings.vacuum_max_threshold)
+    return vacuum
 
 
 def _unfrozen(relation: Relation, version_num: int) -> float:
@@ -154,26 +196,46 @@ def _unfrozen(relation: Relation, version_num: int) -> float:
     return 1.0 - min(frozen, relation.relpages) / relation.relpages
 
 
-def of_table(table: Table, server: Mapping[str, str], version_num: int) -> list[Thresholds]:
+def of_table(
+    table: Table, server: Mapping[str, str], version_num: int, *, in_recovery: bool = False
+) -> list[Thresholds]:
     """Thresholds of a table's heap and, when it has one, its TOAST relation."""
-    heap_settings = effective(server, table.heap.reloptions, version_num=version_num)
-    result = [thresholds(table.heap, heap_settings, is_toast=False, version_num=version_num)]
-    if table.toast is not None:
-        own = table.toast.reloptions
-        options = own if own else table.heap.reloptions  # all of its own, or all the table's
-        toast_settings = effective(server, options, version_num=version_num)
-        result.append(
-            thresholds(table.toast, toast_settings, is_toast=True, version_num=version_num)
+    found = []
+    for rel in (table.heap, table.toast):
+        if rel is None:
+            continue
+        settings = effective(server, options_of(table, rel), version_num=version_num)
+        found.append(
+            thresholds(
+                rel,
+                settings,
+                is_toast=rel is table.toast,
+                version_num=version_num,
+                in_recovery=in_recovery,
+            )
         )
-    return result
+    return found
+
+
+def options_of(table: Table, rel: Relation) -> dict[str, str]:
+    """The reloptions autovacuum reads for a heap or its TOAST relation: a TOAST relation's
+    own when it has any, else all of its table's (table_recheck_autovac(), not a merge)."""
+    if rel is table.heap or table.toast is None:
+        return dict(table.heap.reloptions)
+    return dict(table.toast.reloptions or table.heap.reloptions)
 
 
 def server_settings(snapshot: Snapshot) -> dict[str, str]:
     return {s.name: s.setting for s in snapshot.settings}
 
 
-def _on(value: str) -> bool:
-    return value.strip().lower() in ("on", "true", "yes", "1")
+def parse_bool(value: str) -> bool:
+    """A boolean as PostgreSQL reads it (parse_bool_with_len() in bool.c): any prefix of
+    true/yes/false/no, on/off from two letters, 1/0. Anything else reads as on, the default."""
+    text = value.strip().lower()
+    if text and ("false".startswith(text) or "no".startswith(text) or text == "0"):
+        return False
+    return not (len(text) >= 2 and "off".startswith(text))
 
 
 def _number(value: str) -> float | None:

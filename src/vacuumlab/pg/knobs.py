@@ -39,6 +39,14 @@ class Knob:
     scopes: frozenset[Scope]
     values: tuple[str, ...] = ()  # enum values
     restart: bool = False  # a server-wide change needs a restart
+    #: The reloption's own minimum where it differs from the GUC's (reloptions.c): -1 there is
+    #: only the unset default, not a value one can SET.
+    table_minimum: float | None = None
+
+    def lowest(self, scope: Scope) -> float | None:
+        if scope != "server" and self.table_minimum is not None:
+            return self.table_minimum
+        return self.minimum
 
     def check(self, value: str, scope: Scope, version_num: int) -> None:
         """Raise a one-line VacuumlabError if ``value`` cannot be set here."""
@@ -54,7 +62,7 @@ class Knob:
         if self.vartype == "enum" and value not in self.values:
             raise VacuumlabError(f"{self.name} takes one of {', '.join(self.values)}")
         if self.vartype in ("integer", "real"):
-            self._check_number(value)
+            self._check_number(value, scope)
 
     def with_unit(self, value: str) -> str:
         """A number in this knob's time unit written with a unit, for ALTER SYSTEM:
@@ -68,19 +76,18 @@ class Knob:
         # -1 and the like are sentinels ("use the other setting"), not durations.
         return duration(number, self.unit) if number >= 0 else value
 
-    def _check_number(self, value: str) -> None:
+    def _check_number(self, value: str, scope: Scope) -> None:
         try:
             number = float(value)
         except ValueError:
             raise VacuumlabError(f"{self.name} takes a number, not {value!r}") from None
         if self.vartype == "integer" and not number.is_integer():
             raise VacuumlabError(f"{self.name} takes a whole number, not {value!r}")
-        low = self.minimum if self.minimum is not None else float("-inf")
+        minimum = self.lowest(scope)
+        low = minimum if minimum is not None else float("-inf")
         high = self.maximum if self.maximum is not None else float("inf")
         if not low <= number <= high:
-            raise VacuumlabError(
-                f"{self.name} = {value} is out of range {self.minimum}..{self.maximum}"
-            )
+            raise VacuumlabError(f"{self.name} = {value} is out of range {minimum}..{self.maximum}")
 
 
 _ALL: frozenset[Scope] = frozenset({"server", "table", "toast"})
@@ -92,6 +99,7 @@ KNOBS: dict[str, Knob] = {
     for k in (
         Knob("autovacuum", "bool", None, None, None, 80100, _SERVER),
         Knob("autovacuum_enabled", "bool", None, None, None, 80100, _TABLES),
+        Knob("track_counts", "bool", None, None, None, 80300, _SERVER),
         Knob("idle_in_transaction_session_timeout", "integer", 0, INT_MAX, "ms", 90600,
              _SERVER),
         Knob("autovacuum_vacuum_threshold", "integer", 0, INT_MAX, None, 80100, _ALL),
@@ -103,8 +111,10 @@ KNOBS: dict[str, Knob] = {
              frozenset({"server", "table"})),
         Knob("autovacuum_analyze_scale_factor", "real", 0, 100, None, 80100,
              frozenset({"server", "table"})),
-        Knob("autovacuum_vacuum_cost_delay", "real", -1, 100, "ms", 80100, _ALL),
-        Knob("autovacuum_vacuum_cost_limit", "integer", -1, 10000, None, 80100, _ALL),
+        Knob("autovacuum_vacuum_cost_delay", "real", -1, 100, "ms", 80100, _ALL,
+             table_minimum=0),
+        Knob("autovacuum_vacuum_cost_limit", "integer", -1, 10000, None, 80100, _ALL,
+             table_minimum=1),
         Knob("autovacuum_freeze_max_age", "integer", 100_000, 2_000_000_000, None, 80200, _ALL,
              restart=True),
         Knob("autovacuum_multixact_freeze_max_age", "integer", 10_000, 2_000_000_000, None,

@@ -77,6 +77,10 @@ class TableStatus(Record):
     dead_per_second: float | None = None
     seconds_to_vacuum: float | None = None
     estimated_vacuum_seconds: float | None = None
+    needs_analyze: bool = False
+    forced: str | None = Field(
+        default=None, description='"xid" or "mxid": past a freeze limit, vacuumed regardless'
+    )
 
 
 class Advice(Record):

@@ -1,0 +1,64 @@
+"""Workers and cost balancing: how many autovacuum workers can run, and how many share the
+cost limit.
+
+- On PostgreSQL 18 the launcher keeps ``autovacuum_worker_slots - autovacuum_max_workers``
+  slots in reserve (av_worker_available() in autovacuum.c): at most
+  ``min(autovacuum_max_workers, autovacuum_worker_slots)`` workers run.
+- A worker whose table has a cost limit (> 0) or delay (>= 0) of its own keeps it and is left
+  out of the balance (``at_dobalance`` in table_recheck_autovac(); av_nworkersForBalance in
+  autovac_recalculate_workers_for_balance()); the others split the limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from vacuumlab.model.cost import CostSettings
+from vacuumlab.records.snapshot import VacuumProgress
+
+
+def available_workers(server: Mapping[str, str], version_num: int) -> int:
+    """The autovacuum workers that can run at once."""
+    workers = _int(server, "autovacuum_max_workers", 3)
+    if version_num >= 180000:
+        workers = min(workers, _int(server, "autovacuum_worker_slots", workers))
+    return max(workers, 1)
+
+
+def own_cost(base: CostSettings, options: Mapping[str, str]) -> tuple[CostSettings, bool]:
+    """The cost settings a relation's vacuum runs with, and whether it joins the balance."""
+    limit = _float(options.get("autovacuum_vacuum_cost_limit"))
+    delay = _float(options.get("autovacuum_vacuum_cost_delay"))
+    own_limit = limit is not None and limit > 0 and limit.is_integer()
+    own_delay = delay is not None and delay >= 0
+    settings = replace(
+        base,
+        limit=int(limit) if own_limit and limit is not None else base.limit,
+        delay_ms=delay if own_delay and delay is not None else base.delay_ms,
+    )
+    return settings, not (own_limit or own_delay)
+
+
+def has_own_cost(options: Mapping[str, str]) -> bool:
+    limit = _float(options.get("autovacuum_vacuum_cost_limit"))
+    delay = _float(options.get("autovacuum_vacuum_cost_delay"))
+    return (limit is not None and limit > 0) or (delay is not None and delay >= 0)
+
+
+def balanced_workers(vacuums: Iterable[VacuumProgress], unbalanced: set[int]) -> int:
+    """Running autovacuums that share the limit: all but those on relations with their own
+    cost settings. Relations of other databases are counted: their options are unknown."""
+    return sum(1 for v in vacuums if v.is_autovacuum and v.relid not in unbalanced)
+
+
+def _int(server: Mapping[str, str], name: str, default: int) -> int:
+    value = _float(server.get(name))
+    return int(value) if value is not None else default
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

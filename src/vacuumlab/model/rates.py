@@ -1,0 +1,103 @@
+"""Rates between two snapshots, and when a relation next passes a threshold at those rates.
+
+Dead tuples per second come from ``n_dead_tup``: its growth when no vacuum ran in between,
+else its count since that vacuum ended. ``n_tup_upd + n_tup_del`` would overstate them: page
+pruning removes dead versions between vacuums and lowers ``n_dead_tup``
+(pgstat_update_heap_dead_tuples() in pgstat_relation.c). Inserts per second come from
+``n_tup_ins``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.records.snapshot import Relation
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """Per second over the interval between the two snapshots; None when not reported."""
+
+    dead_per_second: float | None
+    inserts_per_second: float | None
+    dead_source: str | None
+
+
+def between(before: Relation, after: Relation, seconds: float, taken_at: datetime) -> Rates | None:
+    """The rates of one relation from its two snapshots ``seconds`` apart; ``taken_at`` is
+    when the later one was taken."""
+    if seconds <= 0:
+        return None
+    dead = _dead_rate(before, after, seconds, taken_at)
+    inserts = _delta(before.n_tup_ins, after.n_tup_ins)
+    return Rates(
+        dead_per_second=dead[0] if dead else None,
+        inserts_per_second=None if inserts is None else inserts / seconds,
+        dead_source=dead[1] if dead else None,
+    )
+
+
+def _dead_rate(
+    before: Relation, after: Relation, seconds: float, taken_at: datetime
+) -> tuple[float, str] | None:
+    """Net growth of n_dead_tup over the interval; across a vacuum, the dead tuples counted
+    since that vacuum ended. Never n_tup_upd + n_tup_del: page pruning removes dead versions
+    between vacuums and lowers n_dead_tup (pgstat_update_heap_dead_tuples()), so on HOT-heavy
+    tables updates overstate the dead tuples a vacuum finds."""
+    if before.n_dead_tup is None or after.n_dead_tup is None:
+        return None
+    if _vacuums(after) == _vacuums(before):
+        return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
+    ends = [t for t in (after.last_vacuum, after.last_autovacuum) if t is not None]
+    since = (taken_at - max(ends)).total_seconds() if ends else seconds
+    since = min(max(since, 1.0), seconds)
+    return after.n_dead_tup / since, "n_dead_tup since the vacuum in between"
+
+
+def _vacuums(rel: Relation) -> int:
+    return (rel.vacuum_count or 0) + (rel.autovacuum_count or 0)
+
+
+def _delta(before: int | None, after: int | None) -> int | None:
+    """Growth of a cumulative counter; None when unknown or reset in between."""
+    if before is None or after is None or after < before:
+        return None
+    return after - before
+
+
+def to_vacuum(t: Thresholds, rates: Rates | None) -> tuple[float | None, str | None]:
+    """Seconds until autovacuum should take the relation (0 once due), and what triggers it;
+    the launcher adds up to one naptime."""
+    if t.in_recovery:
+        return None, "a standby"
+    if t.forced is not None:
+        return 0.0, "forced for wraparound"
+    if not t.effective.enabled:
+        return None, "autovacuum is off"
+    if t.needs_vacuum:
+        return 0.0, "past its threshold"
+    if rates is None:
+        return None, None
+    candidates = []
+    if rates.dead_per_second:
+        candidates.append((max(t.vacuum - t.dead, 0) / rates.dead_per_second, "dead tuples"))
+    if t.insert is not None and rates.inserts_per_second:
+        candidates.append((max(t.insert - t.inserted, 0) / rates.inserts_per_second, "inserts"))
+    if not candidates:
+        return None, None
+    seconds, trigger = min(candidates)
+    return seconds, trigger
+
+
+def dead_at_vacuum(
+    t: Thresholds, rates: Rates | None, to_vacuum: float | None, trigger: str | None
+) -> float:
+    """Dead tuples when the vacuum starts: the threshold, or what accrues until the inserts
+    trigger it."""
+    if trigger == "inserts" and rates is not None and to_vacuum is not None:
+        return t.dead + (rates.dead_per_second or 0) * to_vacuum
+    if trigger in ("past its threshold", "forced for wraparound"):
+        return float(t.dead)
+    return max(t.vacuum, float(t.dead))
