@@ -145,3 +145,10 @@ def test_each_study_report_names_its_publication(pages: dict[str, Path]) -> None
         publication = PUBLICATIONS[study]
         assert str(escape(publication.cite())) in html, study
         assert publication.short() in html or study == churn_spec.STUDY, study
+
+
+def test_every_study_in_the_lab_has_a_renderer():
+    from vacuumlab.lab.registry import STUDIES
+    from vacuumlab.report import RENDERERS
+
+    assert set(RENDERERS) == set(STUDIES)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -13,28 +12,13 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.targets import existing_store, report_directory
 from vacuumlab.store import Store
 
-Renderer = Callable[[Store, int, Path], Path]
-
-
-def renderers() -> dict[str, Renderer]:
-    """Each study's report renderer. Imported when asked for: matplotlib takes its time."""
-    from vacuumlab.report.churn import render_churn_report
-    from vacuumlab.report.cost_driver import render_cost_driver_report
-    from vacuumlab.report.fillfactor import render_fillfactor_report
-    from vacuumlab.report.toast import render_toast_report
-
-    return {
-        "churn": render_churn_report,
-        "cost-driver": render_cost_driver_report,
-        "toast": render_toast_report,
-        "fillfactor": render_fillfactor_report,
-    }
-
 
 def render_report(store: Store, run_id: int, output: Path | None) -> Path:
     """Render a run's report into ``output`` (by default beside the store)."""
+    from vacuumlab.report import RENDERERS
+
     study = store.run(run_id).study
-    render = renderers().get(study)
+    render = RENDERERS.get(study)
     if render is None:
         raise VacuumlabError(f"run {run_id} is a {study} run; no report for that study yet")
     return render(store, run_id, output or report_directory(store.path, run_id))
