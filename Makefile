@@ -31,6 +31,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # pytest exits 5 when a filter selects no test: that is not a failure.
 # Tests marked slow run only in CI (CI=true) and in test-all.
