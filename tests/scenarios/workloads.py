@@ -72,4 +72,4 @@ def horizon_blame(advice: Advice) -> list[Finding]:
 
 
 def describe(findings: list[Finding]) -> str:
-    return "; ".join(f"[{f.severity}] {f.relation}: {f.title}" for f in findings)
+    return "; ".join(f"[{f.severity}] {f.relation}: {f.title} {f.evidence}" for f in findings)
