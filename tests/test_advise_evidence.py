@@ -121,3 +121,14 @@ def test_dead_tuples_blamed_on_the_horizon_only_when_older_than_the_holder() -> 
     # No dead tuples at all (an insert-only table past its insert threshold): nothing held.
     [inserted] = blamed(0, vacuumed_since, holder_since)
     assert "xmin horizon" not in inserted
+
+
+def test_no_scale_factor_advice_while_reltuples_is_unknown() -> None:
+    """A queue-like, bloated table never analysed (reltuples -1): a scale factor multiplies
+    nothing yet, so neither the queue nor the bloat question recommends one."""
+    queue = relation(1, "queue", reltuples=-1.0, relpages=5000, n_live_tup=1000,
+                     n_dead_tup=40_000, n_tup_ins=41_000, n_tup_del=40_000)  # fmt: skip
+    advice = advise(snapshot(Table(heap=queue, toast=None)))
+    scaled = [r.sql for f in advice.findings for r in f.recommendations if "scale" in r.setting]
+    assert scaled == []
+    assert any("queue-like" in f.title for f in advice.findings)

@@ -239,6 +239,7 @@ def _queue_settings(ctx: Context, t: Thresholds) -> list[Recommendation]:
     if (
         t.effective.vacuum_scale_factor > 0.01
         and "autovacuum_vacuum_scale_factor" not in rel.reloptions
+        and rel.reltuples >= 0  # never analysed (-1): the factor multiplies nothing yet
     ):
         recommendations.append(
             alter_table(
