@@ -132,3 +132,14 @@ def test_no_scale_factor_advice_while_reltuples_is_unknown() -> None:
     scaled = [r.sql for f in advice.findings for r in f.recommendations if "scale" in r.setting]
     assert scaled == []
     assert any("queue-like" in f.title for f in advice.findings)
+
+
+def test_one_snapshot_blames_no_horizon_and_says_what_is_missing() -> None:
+    table = relation(1, "t", reltuples=1000, n_dead_tup=5000,
+                     last_autovacuum=T0 - timedelta(seconds=20))  # fmt: skip
+    first = snapshot(Table(heap=table, toast=None)).model_copy(
+        update={"backends": [backend(1, 100, T0 - timedelta(hours=1))]}
+    )
+    [found] = thresholds.findings(context(first))
+    assert found.severity == "info"
+    assert found.title.endswith("takes two snapshots (--interval)")

@@ -148,6 +148,9 @@ def _held_back(ctx: Context, t: Thresholds) -> tuple[str, str, list[Recommendati
     last = t.relation.last_autovacuum
     if since is not None and last is not None and since < last:
         return "vacuumed recently, but the xmin horizon keeps its dead tuples", "warning", []
+    if ctx.later is None:
+        why = "vacuumed recently: whether its dead tuples are new or kept by the xmin horizon "
+        return why + "takes two snapshots (--interval)", "info", []
     return "vacuumed recently: its dead tuples came since, and wait for the next one", "info", []
 
 
