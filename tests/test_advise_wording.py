@@ -90,7 +90,9 @@ def idle_in_transaction() -> Finding:
         query="SELECT 1",
     )
     quiet = snapshot(values={"idle_in_transaction_session_timeout": "0"})
-    [found] = horizon.findings(context(quiet.model_copy(update={"backends": [holder]})))
+    held = quiet.model_copy(update={"backends": [holder]})
+    later = held.model_copy(update={"taken_at": T0 + timedelta(seconds=60)})
+    [found] = horizon.findings(context(held, later))
     return found
 
 

@@ -12,7 +12,7 @@ from typing import cast
 
 from vacuumlab import __version__
 from vacuumlab.advise.context import Context, label
-from vacuumlab.records.advice import QUESTIONS, Advice, Finding, TableStatus
+from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus
 from vacuumlab.records.snapshot import Snapshot
 
 Question = Callable[[Context], list[Finding]]
@@ -38,6 +38,7 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None) -> Advice:
     findings.sort(
         key=lambda f: (order[f.severity], -max((r.impact for r in f.recommendations), default=0))
     )
+    findings = once_per_setting(findings)
     return Advice(
         vacuumlab_version=__version__,
         taken_at=ctx.now.taken_at,
@@ -48,6 +49,25 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None) -> Advice:
         tables=_statuses(ctx),
         notes=list(ctx.now.notes),
     )
+
+
+def once_per_setting(findings: list[Finding]) -> list[Finding]:
+    """One recommendation per setting however many findings lead to it (a server setting
+    once, a table's setting once per table): it stays with the first (most severe) finding,
+    the later ones keep their evidence without repeating it."""
+    seen: set[str] = set()
+    kept = []
+    for finding in findings:
+        fresh = [r for r in finding.recommendations if _key(r) not in seen]
+        seen.update(_key(r) for r in fresh)
+        if len(fresh) < len(finding.recommendations):
+            finding = finding.model_copy(update={"recommendations": fresh})
+        kept.append(finding)
+    return kept
+
+
+def _key(rec: Recommendation) -> str:
+    return rec.setting if rec.scope == "server" else rec.sql
 
 
 def _statuses(ctx: Context) -> list[TableStatus]:

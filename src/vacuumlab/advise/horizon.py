@@ -18,7 +18,9 @@ from datetime import datetime
 
 from psycopg import sql
 
+from vacuumlab.advise import holders
 from vacuumlab.advise.context import Context, alter_system
+from vacuumlab.advise.holders import Held
 from vacuumlab.records.advice import Finding, Recommendation, Severity
 from vacuumlab.records.snapshot import Backend, PreparedXact, ReplicationSlot
 
@@ -39,9 +41,32 @@ def findings(
     limits = (warn_seconds, critical_seconds, warn_age)
     here = ctx.now.server.database
     found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends if _holds_here(b, here)]
-    found += [_slot(s, dead, limits) for s in ctx.now.slots]
+    found += [_slot(ctx, s, dead, limits) for s in ctx.now.slots]
     found += [_prepared(ctx, p, dead, limits) for p in ctx.now.prepared if p.database == here]
     return [f for f in found if f is not None]
+
+
+def oldest_holder(ctx: Context) -> datetime | None:
+    """Since when the oldest holder that counts (:mod:`vacuumlab.advise.holders`) has held
+    this database's user tables back; None when none counts."""
+    cycle = holders.vacuum_cycle(ctx)
+    here = ctx.now.server.database
+    held = [holders.backend(ctx, b) for b in ctx.now.backends if _holds_here(b, here)]
+    held += [holders.slot(ctx, s) for s in ctx.now.slots if s.xmin_age]
+    held += [holders.prepared(ctx, p) for p in ctx.now.prepared if p.database == here]
+    starts = [h.since for h in held if h.counts(cycle) and h.since is not None]
+    return min(starts, default=None)
+
+
+def _weigh(ctx: Context, held: Held, severity: Severity, dead: int) -> tuple[Severity, str]:
+    """The severity the evidence supports, and what evidence is missing: a holder that does
+    not count is never at warning or above; one that counts while dead tuples wait is."""
+    missing = holders.missing(held, holders.vacuum_cycle(ctx))
+    if missing:
+        return "info", missing
+    if severity == "info" and dead > 0:
+        return "warning", ""
+    return severity, ""
 
 
 def _holds_here(b: Backend, database: str) -> bool:
@@ -75,12 +100,15 @@ def _backend(
     ctx: Context, b: Backend, dead: int, limits: tuple[float, float, int]
 ) -> Finding | None:
     seconds = _age_of(b.xact_start, ctx.now.taken_at)
-    severity = _severity(seconds, b.xmin_age, limits)
+    evidence = holders.backend(ctx, b)
+    if evidence.persisted is False:
+        return None  # not the same horizon as before: held for a moment, between statements
     kind = _kind(b)
-    if severity == "info" and (seconds or 0) < 60 and kind == "long transaction":
+    severity, missing = _weigh(ctx, evidence, _severity(seconds, b.xmin_age, limits), dead)
+    if missing and (seconds or 0) < 60 and kind == "long transaction":
         return None  # a query at work holds the horizon for a moment; that is not news
-    # A session idle in a transaction is news however short: nothing ends it but the client.
-    recommendations = _idle_timeout(ctx) if kind == "idle in transaction" else []
+    idle = kind == "idle in transaction" and not missing
+    recommendations = _idle_timeout(ctx) if idle else []
     held = f"{seconds:,.0f} s" if seconds is not None else "an unknown time"
     return Finding(
         question="horizon",
@@ -92,11 +120,13 @@ def _backend(
             f"{b.state or '?'}; xmin age {b.xmin_age or 0:,}. Up to {dead:,} dead tuples across "
             "the tables here cannot be removed while it holds. To end it: "
             + sql.SQL("SELECT pg_terminate_backend({});").format(sql.Literal(b.pid)).as_string(None)
+            + (f" {missing}" if missing else "")
         ),
         evidence={
             "pid": b.pid,
             "kind": kind,
             "seconds": seconds,
+            "same_horizon_in_both_snapshots": evidence.persisted,
             "xmin_age": b.xmin_age,
             "dead_tuples_in_database": dead,
             "query": b.query,
@@ -117,9 +147,12 @@ def _idle_timeout(ctx: Context) -> list[Recommendation]:
     return [alter_system(setting, timeout, version=ctx.version, impact=0.7, reason=reason)]
 
 
-def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Finding | None:
+def _slot(
+    ctx: Context, s: ReplicationSlot, dead: int, limits: tuple[float, float, int]
+) -> Finding | None:
     age = max(s.xmin_age or 0, s.catalog_xmin_age or 0)
-    if not age:
+    evidence = holders.slot(ctx, s)
+    if not age or evidence.persisted is False:
         return None
     which = "xmin (standby feedback)" if s.xmin_age else "catalog_xmin (logical decoding)"
     holds = (
@@ -131,6 +164,7 @@ def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Fi
     severity = _severity(None, age, limits)
     if not s.active and severity == "info":
         severity = "warning"  # an inactive slot holds the horizon forever
+    severity, missing = _weigh(ctx, evidence, severity, dead if s.xmin_age else 0)
     drop = sql.SQL("SELECT pg_drop_replication_slot({});").format(sql.Literal(s.slot_name))
     return Finding(
         question="horizon",
@@ -140,7 +174,7 @@ def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Fi
         + ("" if s.active else ", inactive"),
         detail=(
             f"A {s.slot_type} slot{' nobody is using' if not s.active else ''} {holds}. If "
-            "its consumer is gone: " + drop.as_string(None)
+            "its consumer is gone: " + drop.as_string(None) + (f" {missing}" if missing else "")
         ),
         evidence={
             "slot": s.slot_name,
@@ -155,11 +189,15 @@ def _slot(s: ReplicationSlot, dead: int, limits: tuple[float, float, int]) -> Fi
 
 def _prepared(
     ctx: Context, p: PreparedXact, dead: int, limits: tuple[float, float, int]
-) -> Finding:
+) -> Finding | None:
     seconds = _age_of(p.prepared, ctx.now.taken_at)
+    evidence = holders.prepared(ctx, p)
+    if evidence.persisted is False:
+        return None  # prepared since the first snapshot: its manager may yet resolve it
     severity = _severity(seconds, p.xid_age, limits)
     if severity == "info":
         severity = "warning"  # nothing ends a prepared transaction but COMMIT/ROLLBACK PREPARED
+    severity, missing = _weigh(ctx, evidence, severity, dead)
     rollback = sql.SQL("ROLLBACK PREPARED {};").format(sql.Literal(p.gid))
     return Finding(
         question="horizon",
@@ -171,6 +209,7 @@ def _prepared(
             f"survives restarts and holds the horizon until its transaction manager resolves it "
             f"(up to {dead:,} dead tuples here wait). If that manager is gone: "
             + rollback.as_string(None)
+            + (f" {missing}" if missing else "")
         ),
         evidence={
             "gid": p.gid,

@@ -28,6 +28,10 @@ NEWPAGE_VERY_HIGH = 0.5
 HOT_LOW = 0.5
 #: A share below this counts as none.
 NONE = 0.05
+#: A fillfactor rewrite needs the window's updates to cover the table's rows this many times:
+#: the first update of each row on pages packed full by a load always leaves its page, so
+#: one pass (a bulk UPDATE, or the start of a workload) says nothing of the steady pattern.
+MIN_PASSES = 2.0
 #: Fillfactor is not lowered below this: half-empty pages cost more than they save.
 MIN_FILLFACTOR = 50
 
@@ -125,8 +129,31 @@ def _leaving(ctx: Context, rel: Relation, u: Updates, newpage: float) -> Finding
         "the table is rewritten (VACUUM FULL, CLUSTER or pg_repack — docs: ALTER TABLE … SET "
         "storage parameter)."
     )
+    missing = thin_evidence(rel, u)
+    if missing:
+        return _make(rel, u, "info", title, f"{detail} {missing}")
     rec = _fillfactor(ctx, rel, target, newpage, growth)
     return _make(rel, u, severity, title, detail, [rec])
+
+
+def thin_evidence(rel: Relation, u: Updates) -> str:
+    """What evidence a fillfactor rewrite still lacks, or "" when it has enough: counts over
+    a known window (the interval between two snapshots, not since an unknown stats reset)
+    that cover the table's rows at least MIN_PASSES times."""
+    if u.window != "interval":
+        return (
+            "Held back: these counts run since the statistics were last reset, a window of "
+            "unknown length that may hold one bulk UPDATE; advise with --interval over the "
+            "usual workload to see the steady pattern."
+        )
+    rows = max(rel.n_live_tup or 0, 1)
+    if u.updates < MIN_PASSES * rows:
+        return (
+            f"Held back: the interval's {u.updates:,} updates cover {u.updates / rows:.1f}× "
+            f"its {rows:,} rows, under {MIN_PASSES:g}×: the first update of a row on a page "
+            "packed full always leaves it. A longer --interval would tell the steady pattern."
+        )
+    return ""
 
 
 def _fillfactor(

@@ -7,6 +7,7 @@ the churn study supports, with its measurement.
 
 from __future__ import annotations
 
+from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label, share_of
 from vacuumlab.model.thresholds import Thresholds, parse_bool
@@ -100,8 +101,8 @@ def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recomme
     running = [v for v in ctx.now.vacuums if v.is_autovacuum]
     if len(running) >= ctx.workers:
         return "every autovacuum worker is busy", "warning", []
-    if t.relation.last_autovacuum and ctx.now.backends and _vacuumed_recently(ctx, t):
-        return "vacuumed recently, but the xmin horizon keeps its dead tuples", "warning", []
+    if t.dead > 0 and _vacuumed_recently(ctx, t):
+        return _held_back(ctx, t)
     return "waiting for the launcher (it visits each database every naptime)", "info", []
 
 
@@ -137,6 +138,20 @@ def _off_severity(t: Thresholds) -> str:
 
 def _table_of(ctx: Context, t: Thresholds) -> Table:
     return ctx.tables_by_oid[t.relation.oid]
+
+
+def _held_back(ctx: Context, t: Thresholds) -> tuple[str, str, list[Recommendation]]:
+    """Dead tuples are the horizon's only when they are older than its holder: the holder
+    began before the table's last vacuum, so that vacuum had to keep them. Dead tuples made
+    since that vacuum are only new, and wait for the next one."""
+    since = horizon.oldest_holder(ctx)
+    last = t.relation.last_autovacuum
+    if since is not None and last is not None and since < last:
+        return "vacuumed recently, but the xmin horizon keeps its dead tuples", "warning", []
+    if ctx.later is None:
+        why = "vacuumed recently: whether its dead tuples are new or kept by the xmin horizon "
+        return why + "takes two snapshots (--interval)", "info", []
+    return "vacuumed recently: its dead tuples came since, and wait for the next one", "info", []
 
 
 def _vacuumed_recently(ctx: Context, t: Thresholds) -> bool:
@@ -227,6 +242,7 @@ def _queue_settings(ctx: Context, t: Thresholds) -> list[Recommendation]:
     if (
         t.effective.vacuum_scale_factor > 0.01
         and "autovacuum_vacuum_scale_factor" not in rel.reloptions
+        and rel.reltuples >= 0  # never analysed (-1): the factor multiplies nothing yet
     ):
         recommendations.append(
             alter_table(

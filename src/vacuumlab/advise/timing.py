@@ -45,7 +45,7 @@ def findings(ctx: Context) -> list[Finding]:
     if not active:
         return [_quiet(ctx.seconds)]
     naptime = ctx.setting("autovacuum_naptime", 60)
-    fastest = _fastest_queue(active, naptime)
+    fastest = _fastest_queue([e for e in active if _comes_and_goes(ctx, e)], naptime)
     return [_finding(ctx, e, naptime, with_naptime=e is fastest) for e in active]
 
 
@@ -97,6 +97,18 @@ def _fastest_queue(active: list[Estimate], naptime: float) -> Estimate | None:
         return None
     fast = [e for e in active if e.cycle is not None and e.cycle < naptime]
     return min(fast, key=lambda e: e.cycle or 0.0) if fast else None
+
+
+def _comes_and_goes(ctx: Context, e: Estimate) -> bool:
+    """Queue-like over the interval: it deleted at least as many rows as it holds. The churn
+    study's naptime evidence is for such tables; a small table updated in place (a counter,
+    pgbench_branches) has its dead versions pruned on the page, and a shorter naptime buys
+    it nothing worth a server-wide change."""
+    rel = e.thresholds.relation
+    before = ctx.earlier(rel)
+    if before is None or rel.n_tup_del is None or before.n_tup_del is None:
+        return False
+    return rel.n_tup_del - before.n_tup_del >= max(rel.n_live_tup or 0, 1)
 
 
 def _title(e: Estimate, naptime: float) -> str:
