@@ -2,6 +2,7 @@
 #   make demo   create .venv, install vacuumlab, run the churn study (demo preset, ~4 min) on the
 #               embedded PostgreSQL 18 and print the report's path
 #   make test   create .venv, install with dev extras, lint, type-check and run the tests
+#   make scenarios  the advisor's scenario suite (real workloads on the sandbox, slow)
 # Filters: make test PYTEST_ARGS='-k snapshot'   ·   slow tests too: make test-all (CI does)
 
 PYTHON ?= python3
@@ -9,7 +10,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-all lint bench clean venv-dev
+.PHONY: demo test test-all scenarios lint bench clean venv-dev
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,11 @@ test: lint
 
 test-all: lint
 	$(BIN)/pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# The advisor's scenario suite: real workloads on the sandbox, each with the findings that must
+# appear and those that must not (slow; CI runs them with the rest).
+scenarios: $(VENV)/.installed-dev
+	$(BIN)/pytest tests/scenarios
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/snapshot_scale.py
