@@ -38,11 +38,21 @@ ParamLabels = Sequence[tuple[str, str]]
 Rows = list[tuple[str, str]]
 K = TypeVar("K")
 R = TypeVar("R")
+P = TypeVar("P")
 
 
 def is_int(value: Any) -> TypeGuard[int]:
     """An int that is not a bool: parameters come back from JSON untyped."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def typed(read: Callable[[Mapping[str, Any]], P], params: Mapping[str, Any]) -> P | None:
+    """Stored parameters as the study's record (``read`` is its ``from_params``), or None when
+    they are not what the study writes."""
+    try:
+        return read(params)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def repeat(params: Mapping[str, Any]) -> int:

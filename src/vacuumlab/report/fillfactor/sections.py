@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vacuumlab.report.common import DASH, Cell, count, text
+from vacuumlab.records.fillfactor import FillfactorConfig
+from vacuumlab.report.common import DASH, Cell, count
 from vacuumlab.report.fillfactor.charts import draw_charts
 from vacuumlab.report.fillfactor.data import (
     Data,
@@ -30,7 +31,6 @@ from vacuumlab.report.page import (
     of,
     overview,
     param_rows,
-    repeat,
     status_notice,
     values,
 )
@@ -127,10 +127,10 @@ class Report:
 # -- header --------------------------------------------------------------------------------
 
 
-def _notices(run: Run, data: Data) -> list[str]:
+def _notices(run: Run, config: FillfactorConfig, data: Data) -> list[str]:
     notices = status_notice(run.status)
-    reps = repeat(run.params)
-    missing = [key_text(k) for k in planned(run.params) if k not in data.groups]
+    reps = config.repeat
+    missing = [key_text(k) for k in planned(config) if k not in data.groups]
     if missing:
         notices.append(f"Not measured: {'; '.join(missing)}.")
     short = [f"{key_text(k)}: {len(g)} of {reps}" for k, g in data.groups.items() if len(g) < reps]
@@ -144,11 +144,12 @@ def _notices(run: Run, data: Data) -> list[str]:
 
 
 def _header(run: Run, data: Data, points: int) -> Header:
-    wanted = len(planned(run.params)) * repeat(run.params)
+    config = FillfactorConfig.from_params(run.params)
+    wanted = len(planned(config)) * config.repeat
     return header(
         run,
         PUBLICATION,
-        _notices(run, data),
+        _notices(run, config, data),
         overview(run, ("points recorded", of(points, wanted))),
         param_rows(run.params, PARAM_LABELS, list_text),
     )
@@ -204,11 +205,16 @@ def _ram_line(data: Data, ram: Any) -> str:
     )
 
 
+def _requested(run: Run) -> str:
+    """The shared_buffers the run asked for; None on a named server, which keeps its own."""
+    return FillfactorConfig.from_params(run.params).shared_buffers or "the server’s own"
+
+
 def _memory_note(run: Run, data: Data) -> list[str]:
     memory = _memory_bytes(data)
     head = (
         f'The post\'s "memory" is mapped to shared_buffers, {_mb(memory)} in this run '
-        f"(requested: {text(run.params.get('shared_buffers') or 'the server’s own')}); each "
+        f"(requested: {_requested(run)}); each "
         "data size is a multiple of it at fillfactor 100, and lower fillfactors load the same "
         "rows into a larger table."
     )

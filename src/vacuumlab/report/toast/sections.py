@@ -7,18 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from vacuumlab.records.toast import ToastConfig
 from vacuumlab.report.common import DASH, Cell, count, format_seconds, percent, text, times
 from vacuumlab.report.page import (
     Chart,
     Header,
     header,
-    is_int,
     median,
     overview,
     param_rows,
-    repeat,
     stat,
     status_notice,
 )
@@ -31,7 +29,6 @@ from vacuumlab.report.toast.data import (
     frozen_share,
     label,
     pages,
-    planned_variants,
     read,
     rows_per_page,
     total,
@@ -97,10 +94,10 @@ class Report:
 # -- header ----------------------------------------------------------------------------------
 
 
-def _missing(run: Run, data: Data) -> list[str]:
-    reps = repeat(run.params)
-    planned = [label(v) for v in planned_variants(run.params) if v not in data.storage]
-    if run.params.get("parallel") is True:
+def _missing(config: ToastConfig, data: Data) -> list[str]:
+    reps = config.repeat
+    planned = [label(v) for v in config.variants() if v not in data.storage]
+    if config.parallel:
         planned += [f"parallel {a}" for a in ARMS if a not in data.parallel]
     groups = [(label(v), g) for v, g in data.storage.items()] + [
         (f"parallel {a}", g) for a, g in data.parallel.items()
@@ -110,9 +107,9 @@ def _missing(run: Run, data: Data) -> list[str]:
     return notices + ([f"Missing repetitions: {'; '.join(short)}."] if short else [])
 
 
-def _plain_notice(params: Mapping[str, Any]) -> list[str]:
-    width, storages = params.get("width"), params.get("storages") or []
-    if not is_int(width) or width <= PLAIN_MAX_WIDTH or "plain" in storages:
+def _plain_notice(config: ToastConfig) -> list[str]:
+    width = config.width
+    if width <= PLAIN_MAX_WIDTH or "plain" in config.storages:
         return []
     return [
         f"Plain storage is left out: a {width:,}-byte value cannot be stored in the heap tuple, "
@@ -121,7 +118,8 @@ def _plain_notice(params: Mapping[str, Any]) -> list[str]:
 
 
 def _notices(run: Run, data: Data, unreadable: Sequence[str]) -> list[str]:
-    notices = status_notice(run.status) + _missing(run, data) + _plain_notice(run.params)
+    config = ToastConfig.from_params(run.params)
+    notices = status_notice(run.status) + _missing(config, data) + _plain_notice(config)
     if data.skipped:
         notices.append(f"{data.skipped} point(s) of an unknown kind are left out.")
     notices += [f"The timeline of the {arm} arm could not be read." for arm in unreadable]
@@ -337,7 +335,7 @@ def _autovacuum_rows(storage: Mapping[Variant, list[Rep]]) -> list[TableRow]:
 
 
 def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
-    width = run.params.get("width")
+    width = ToastConfig.from_params(run.params).width
     seed = (
         f"The post's 1302 MB for {PUBLISHED_ROWS:,} rows, in line and out of line alike, means "
         "three rows per 8 kB page: values of about 2.0 to 2.6 kB (the paper preset uses 2,600 "
@@ -345,7 +343,7 @@ def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
     )
     main = storage.get(("main", DEFAULT_TOAST_TUPLE_TARGET))
     per_page = None if main is None else rows_per_page(main)
-    if not is_int(width) or per_page is None:
+    if per_page is None:
         return seed
     return f"At {width:,} bytes a main-storage heap page holds {per_page:,.1f} rows. " + seed
 
