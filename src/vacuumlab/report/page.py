@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.params import Config, field_names
 from vacuumlab.records.publication import Publication
 from vacuumlab.report import charts
 from vacuumlab.report.common import DASH, duration, environment, machine_rows, metric, text, when
@@ -39,6 +40,7 @@ Rows = list[tuple[str, str]]
 K = TypeVar("K")
 R = TypeVar("R")
 P = TypeVar("P")
+C = TypeVar("C", bound=Config)
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -55,10 +57,24 @@ def typed(read: Callable[[Mapping[str, Any]], P], params: Mapping[str, Any]) -> 
         return None
 
 
-def repeat(params: Mapping[str, Any]) -> int:
+def stored_config(config: type[C], params: Mapping[str, Any]) -> C | None:
+    """The run's config as the run stored it, or None when it did not store every field: what
+    a run planned is not guessed from today's defaults."""
+    if not field_names(config) <= set(params):
+        return None
+    return typed(config.from_params, params)
+
+
+class Repeated(Protocol):
+    """A config that plans repetitions (every study's does)."""
+
+    @property
+    def repeat(self) -> int: ...
+
+
+def planned_repeat(config: Repeated | None) -> int:
     """The repetitions the run planned (1 when not recorded)."""
-    value = params.get("repeat")
-    return value if is_int(value) and value > 0 else 1
+    return 1 if config is None or not is_int(config.repeat) else max(config.repeat, 1)
 
 
 # -- the header ------------------------------------------------------------------------------

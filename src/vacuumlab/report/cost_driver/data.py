@@ -98,7 +98,9 @@ def read(points: Sequence[Point]) -> Data:
 # -- what the run planned ------------------------------------------------------------------
 
 
-def planned(config: CostDriverConfig) -> list[Combo]:
+def planned(config: CostDriverConfig | None) -> list[Combo]:
+    if config is None:
+        return []
     combos = itertools.product(config.distributions, config.dead_pcts, config.indexes)
     return sorted(combos, key=combo_key)
 

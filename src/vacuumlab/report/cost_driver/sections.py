@@ -33,8 +33,10 @@ from vacuumlab.report.page import (
     of,
     overview,
     param_rows,
+    planned_repeat,
     stat,
     status_notice,
+    stored_config,
 )
 from vacuumlab.stats.aggregate import Fit, Spread, linear_fit, ratio, spread
 from vacuumlab.store import Point, Run, Store
@@ -126,10 +128,10 @@ def _combo_head(combo: Combo) -> tuple[str, ...]:
 # -- header: notices, run, parameters ------------------------------------------------------
 
 
-def _missing_notices(config: CostDriverConfig, data: Data) -> list[str]:
-    combos, reps = planned(config), config.repeat
+def _missing_notices(config: CostDriverConfig | None, data: Data) -> list[str]:
+    combos, reps = planned(config), planned_repeat(config)
     groups = [("autovacuum", data.auto)]
-    if config.manual:
+    if config is not None and config.manual:
         groups.append(("manual VACUUM", data.manual))
     notices: list[str] = []
     for label, recorded in groups:
@@ -144,7 +146,7 @@ def _missing_notices(config: CostDriverConfig, data: Data) -> list[str]:
     return notices
 
 
-def _notices(run: Run, config: CostDriverConfig, data: Data) -> list[str]:
+def _notices(run: Run, config: CostDriverConfig | None, data: Data) -> list[str]:
     notices = status_notice(run.status, "combinations") + _missing_notices(config, data)
     if not data.auto:
         notices.append("No autovacuum point is recorded: the analysis below is empty.")
@@ -157,12 +159,12 @@ def _notices(run: Run, config: CostDriverConfig, data: Data) -> list[str]:
 
 
 def _header(run: Run, data: Data) -> Header:
-    config = CostDriverConfig.from_params(run.params)
-    wanted = len(planned(config)) * config.repeat
+    config = stored_config(CostDriverConfig, run.params)
+    wanted = len(planned(config)) * planned_repeat(config)
     auto = sum(len(g) for g in data.auto.values())
     manual = sum(len(g) for g in data.manual.values())
     rows = [("autovacuum runs recorded", of(auto, wanted))]
-    if manual or config.manual:
+    if manual or (config is not None and config.manual):
         rows.append(("manual VACUUM runs recorded", of(manual, wanted)))
     return header(
         run,

@@ -83,7 +83,9 @@ def extent(group: Sequence[Obs[Any]], name: str) -> tuple[float | None, float | 
     return (min(found), max(found)) if found else (None, None)
 
 
-def planned(config: FillfactorConfig) -> list[Key]:
+def planned(config: FillfactorConfig | None) -> list[Key]:
+    if config is None:
+        return []
     fillfactors = sorted(config.fillfactors, reverse=True)
     return [(s, f) for s in SIZES if s in config.sizes for f in fillfactors]
 

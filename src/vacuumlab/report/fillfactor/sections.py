@@ -31,7 +31,9 @@ from vacuumlab.report.page import (
     of,
     overview,
     param_rows,
+    planned_repeat,
     status_notice,
+    stored_config,
     values,
 )
 from vacuumlab.stats.fillfactor import Effect, Verdict, compare, difference, effects, verdict
@@ -127,9 +129,9 @@ class Report:
 # -- header --------------------------------------------------------------------------------
 
 
-def _notices(run: Run, config: FillfactorConfig, data: Data) -> list[str]:
+def _notices(run: Run, config: FillfactorConfig | None, data: Data) -> list[str]:
     notices = status_notice(run.status)
-    reps = config.repeat
+    reps = planned_repeat(config)
     missing = [key_text(k) for k in planned(config) if k not in data.groups]
     if missing:
         notices.append(f"Not measured: {'; '.join(missing)}.")
@@ -144,8 +146,8 @@ def _notices(run: Run, config: FillfactorConfig, data: Data) -> list[str]:
 
 
 def _header(run: Run, data: Data, points: int) -> Header:
-    config = FillfactorConfig.from_params(run.params)
-    wanted = len(planned(config)) * config.repeat
+    config = stored_config(FillfactorConfig, run.params)
+    wanted = len(planned(config)) * planned_repeat(config)
     return header(
         run,
         PUBLICATION,
@@ -207,7 +209,8 @@ def _ram_line(data: Data, ram: Any) -> str:
 
 def _requested(run: Run) -> str:
     """The shared_buffers the run asked for; None on a named server, which keeps its own."""
-    return FillfactorConfig.from_params(run.params).shared_buffers or "the server’s own"
+    config = stored_config(FillfactorConfig, run.params)
+    return (config and config.shared_buffers) or "the server’s own"
 
 
 def _memory_note(run: Run, data: Data) -> list[str]:

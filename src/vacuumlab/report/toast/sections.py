@@ -17,8 +17,10 @@ from vacuumlab.report.page import (
     median,
     overview,
     param_rows,
+    planned_repeat,
     stat,
     status_notice,
+    stored_config,
 )
 from vacuumlab.report.toast.charts import draw_charts
 from vacuumlab.report.toast.data import (
@@ -94,10 +96,11 @@ class Report:
 # -- header ----------------------------------------------------------------------------------
 
 
-def _missing(config: ToastConfig, data: Data) -> list[str]:
-    reps = config.repeat
-    planned = [label(v) for v in config.variants() if v not in data.storage]
-    if config.parallel:
+def _missing(config: ToastConfig | None, data: Data) -> list[str]:
+    reps = planned_repeat(config)
+    variants = [] if config is None else config.variants()
+    planned = [label(v) for v in variants if v not in data.storage]
+    if config is not None and config.parallel:
         planned += [f"parallel {a}" for a in ARMS if a not in data.parallel]
     groups = [(label(v), g) for v, g in data.storage.items()] + [
         (f"parallel {a}", g) for a, g in data.parallel.items()
@@ -107,10 +110,10 @@ def _missing(config: ToastConfig, data: Data) -> list[str]:
     return notices + ([f"Missing repetitions: {'; '.join(short)}."] if short else [])
 
 
-def _plain_notice(config: ToastConfig) -> list[str]:
-    width = config.width
-    if width <= PLAIN_MAX_WIDTH or "plain" in config.storages:
+def _plain_notice(config: ToastConfig | None) -> list[str]:
+    if config is None or config.width <= PLAIN_MAX_WIDTH or "plain" in config.storages:
         return []
+    width = config.width
     return [
         f"Plain storage is left out: a {width:,}-byte value cannot be stored in the heap tuple, "
         f"which must fit one 8 kB page (at most {PLAIN_MAX_WIDTH:,} bytes of value)."
@@ -118,7 +121,7 @@ def _plain_notice(config: ToastConfig) -> list[str]:
 
 
 def _notices(run: Run, data: Data, unreadable: Sequence[str]) -> list[str]:
-    config = ToastConfig.from_params(run.params)
+    config = stored_config(ToastConfig, run.params)
     notices = status_notice(run.status) + _missing(config, data) + _plain_notice(config)
     if data.skipped:
         notices.append(f"{data.skipped} point(s) of an unknown kind are left out.")
@@ -335,7 +338,7 @@ def _autovacuum_rows(storage: Mapping[Variant, list[Rep]]) -> list[TableRow]:
 
 
 def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
-    width = ToastConfig.from_params(run.params).width
+    config = stored_config(ToastConfig, run.params)
     seed = (
         f"The post's 1302 MB for {PUBLISHED_ROWS:,} rows, in line and out of line alike, means "
         "three rows per 8 kB page: values of about 2.0 to 2.6 kB (the paper preset uses 2,600 "
@@ -343,9 +346,9 @@ def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
     )
     main = storage.get(("main", DEFAULT_TOAST_TUPLE_TARGET))
     per_page = None if main is None else rows_per_page(main)
-    if per_page is None:
+    if config is None or per_page is None:
         return seed
-    return f"At {width:,} bytes a main-storage heap page holds {per_page:,.1f} rows. " + seed
+    return f"At {config.width:,} bytes a main-storage heap page holds {per_page:,.1f} rows. " + seed
 
 
 def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path) -> Report:
