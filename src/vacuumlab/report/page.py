@@ -2,7 +2,9 @@
 machine, parameters, server settings), one observation per point, chart saving and writing the
 page. A study's report adds only its own sections and charts.
 
-Pure: it reads the store, never a server.
+Pure: it reads the store, never a server. No JavaScript, nothing loaded: charts are inline SVG,
+the CSS is in the page, every string from the store is escaped by Jinja2's autoescaping, and
+only the generated SVG is marked safe.
 """
 
 from __future__ import annotations
@@ -256,6 +258,20 @@ def study_run(
 
 #: Draws a run's charts into the output directory and returns the page's view model.
 Build = Callable[[Store, Run, Sequence[Point], Path], R]
+
+
+def renderer(
+    study: str, build: Build[Any], *, unit: str = "points"
+) -> Callable[[Store, int, Path], Path]:
+    """A study's ``render``: :func:`render_run` with the study's name and view model."""
+
+    def render(store: Store, run_id: int, out_dir: Path) -> Path:
+        """Render run ``run_id`` to ``out_dir/report.html`` (one self-contained file) plus one
+        PNG per chart; return the HTML's path. Reads only the store. Raises VacuumlabError if
+        the run does not exist, is another study's, has no points, or cannot be written."""
+        return render_run(store, run_id, out_dir, study=study, build=build, unit=unit)
+
+    return render
 
 
 def render_run(
