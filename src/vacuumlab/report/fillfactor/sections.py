@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vacuumlab.records.fillfactor import FillfactorConfig
-from vacuumlab.report.common import DASH, Cell, count
+from vacuumlab.report.common import DASH, Cell, count, number_format
 from vacuumlab.report.fillfactor.charts import draw_charts
 from vacuumlab.report.fillfactor.data import (
     Data,
@@ -79,18 +79,11 @@ def _pct(value: float | None, digits: int = 1) -> str:
     return DASH if value is None else f"{value * 100:.{digits}f} %"
 
 
-def _signed_pct(value: float | None) -> str:
-    """A relative change (0.05) as a signed percentage (+5.0 %)."""
-    return DASH if value is None else f"{value * 100:+.1f} %"
-
-
-def _points(value: float | None) -> str:
-    """A difference of two shares as signed percentage points."""
-    return DASH if value is None else f"{value * 100:+.1f} points"
-
-
-def _mb(value: float | None) -> str:
-    return DASH if value is None else f"{value / 2**20:,.1f} MB"
+#: A relative change (0.05) as a signed percentage (+5.0 %).
+_signed_pct = number_format("{:+.1f} %", 100)
+#: A difference of two shares as signed percentage points.
+_points = number_format("{:+.1f} points", 100)
+_mb = number_format("{:,.1f} MB", 2**-20)
 
 
 #: The metrics the significance table tests: (metric, label, how a mean is printed).
