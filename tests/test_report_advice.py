@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
 
+from vacuumlab import units
 from vacuumlab.records.advice import (
     QUESTIONS,
     Advice,
@@ -292,6 +295,22 @@ def test_a_table_far_past_its_threshold_reads_as_a_multiple() -> None:
     md = render_markdown(far)
     assert "| public.q | on | 20,050,000 / 20,050 (1,000×) |" in md
     assert "100,000 %" not in md
+
+
+def test_number_wording_is_a_leaf_module() -> None:
+    """units.py words numbers for the advisor and the reports alike, so it imports neither."""
+    tree = ast.parse(Path(units.__file__).read_text(encoding="utf-8"))
+    imported = [
+        name
+        for node in ast.walk(tree)
+        for name in (
+            [a.name for a in node.names] if isinstance(node, ast.Import)
+            else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        )
+    ]  # fmt: skip
+    assert not [name for name in imported if name.startswith("vacuumlab")]
+    assert units.share(0.9) == "90%"
+    assert units.share(1000.0) == "1,000×"
 
 
 def test_rate_columns_only_when_some_table_has_rates() -> None:
