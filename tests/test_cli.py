@@ -154,6 +154,36 @@ def test_output_file(embedded_database: str, tmp_path: Path) -> None:
     assert json.loads(target.read_text())["kind"] == "vacuumlab.snapshot"
 
 
+def test_snapshot_exact_keeps_its_figures_for_advise_input(
+    embedded_database: str, tmp_path: Path
+) -> None:
+    """`snapshot --exact -o s.json` then `advise --input s.json`: the exact figures survive."""
+    execute(
+        embedded_database,
+        "CREATE EXTENSION pgstattuple",
+        "CREATE TABLE churned (id int PRIMARY KEY, pad text)",
+        "INSERT INTO churned SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
+        "DELETE FROM churned WHERE id % 4 <> 0",
+    )
+    saved = tmp_path / "s.json"
+    made = run_cli("snapshot", embedded_database, "--exact", "--format", "json", "-o", str(saved))
+    assert made.returncode == 0, made.stderr
+    [row] = json.loads(saved.read_text())["exact"]
+    assert row["dead_tuple_count"] == 15000
+    advised = run_cli("advise", "--input", str(saved), "--format", "json")
+    assert advised.returncode == 0, advised.stderr
+    advice = json.loads(advised.stdout)
+    assert advice["exact"]
+    assert any("bloat measured" in f["title"] for f in advice["findings"])
+
+
+def test_snapshot_exact_needs_a_server(tmp_path: Path) -> None:
+    saved = tmp_path / "s.json"
+    saved.write_text("{}")
+    result = run_cli("snapshot", "--input", str(saved), "--exact")
+    assert_one_line_error(result, "no --exact")
+
+
 def test_sandbox_commands(tmp_path: Path) -> None:
     directory = str(tmp_path / "cli-sandbox")
     started = run_cli("sandbox", "start", "--data-dir", directory, "--set", "autovacuum_naptime=2s")

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from vacuumlab import units
 from vacuumlab.records.advice import (
     QUESTIONS,
     Advice,
@@ -17,6 +22,7 @@ from vacuumlab.records.advice import (
     TableStatus,
 )
 from vacuumlab.records.snapshot import ProbeNote, ServerInfo
+from vacuumlab.report import advice_text
 from vacuumlab.report.advice_html import render_html
 from vacuumlab.report.advice_md import (
     NOTHING_TO_CHANGE,
@@ -279,6 +285,34 @@ def test_numbers_are_formatted_in_the_tables_table() -> None:
     assert '<td class="num">2.0 h</td>' in html
 
 
+def test_a_table_far_past_its_threshold_reads_as_a_multiple() -> None:
+    """1,000 times its vacuum threshold reads "1,000×", not "100000%" (defect 4)."""
+    far = advice(tables=[status("public.q", dead=20_050_000, vacuum_progress=1000.0)])
+    text = io.StringIO()
+    Console(file=text, width=160, color_system=None).print(advice_text.render(far))
+    assert "1,000×" in text.getvalue()
+    assert "100000%" not in text.getvalue()
+    md = render_markdown(far)
+    assert "| public.q | on | 20,050,000 / 20,050 (1,000×) |" in md
+    assert "100,000 %" not in md
+
+
+def test_number_wording_is_a_leaf_module() -> None:
+    """units.py words numbers for the advisor and the reports alike, so it imports neither."""
+    tree = ast.parse(Path(units.__file__).read_text(encoding="utf-8"))
+    imported = [
+        name
+        for node in ast.walk(tree)
+        for name in (
+            [a.name for a in node.names] if isinstance(node, ast.Import)
+            else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        )
+    ]  # fmt: skip
+    assert not [name for name in imported if name.startswith("vacuumlab")]
+    assert units.share(0.9) == "90%"
+    assert units.share(1000.0) == "1,000×"
+
+
 def test_rate_columns_only_when_some_table_has_rates() -> None:
     md = render_markdown(advice(tables=[status("public.t")]))
     assert "dead tuples/s" not in md
@@ -302,7 +336,8 @@ def test_seconds(value: float | None, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("share", "text"), [(0.0, "0.0 %"), (0.0123, "1.2 %"), (0.5, "50 %"), (12.5, "1,250 %")]
+    ("share", "text"),
+    [(0.0, "0.0 %"), (0.0123, "1.2 %"), (0.5, "50 %"), (10.0, "1,000 %"), (12.5, "12×")],
 )
 def test_percent(share: float, text: str) -> None:
     assert percent(share) == text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint
 from vacuumlab.report.page import (
     Obs,
     is_int,
@@ -9,8 +10,10 @@ from vacuumlab.report.page import (
     of,
     param_rows,
     param_text,
-    repeat,
+    planned_repeat,
     status_notice,
+    stored_config,
+    typed,
     values,
 )
 
@@ -47,10 +50,22 @@ def test_parameter_text() -> None:
 def test_counts_and_types_from_untyped_parameters() -> None:
     assert is_int(3)
     assert not is_int(True)
-    assert repeat({"repeat": 3}) == 3
-    assert repeat({"repeat": 0}) == repeat({"repeat": "3"}) == repeat({}) == 1
     assert of(3, 4) == "3 of 4"
     assert of(3, 0) == "3"
+
+
+def test_parameters_are_read_through_the_studys_records() -> None:
+    stored = CostDriverConfig(repeat=4).params()
+    config = stored_config(CostDriverConfig, stored)
+    assert config == CostDriverConfig(repeat=4)
+    assert planned_repeat(config) == 4
+    # A config the run did not store in full is not completed from today's defaults.
+    partial = {k: v for k, v in stored.items() if k != "manual"}
+    assert stored_config(CostDriverConfig, partial) is None
+    assert planned_repeat(None) == 1
+    point = CostDriverPoint("compact", 10, 3, 1000, "manual")
+    assert typed(CostDriverPoint.from_params, point.params()) == point
+    assert typed(CostDriverPoint.from_params, {"distribution": "compact"}) is None
 
 
 def test_observations_read_numbers_only() -> None:

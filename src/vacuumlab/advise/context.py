@@ -14,6 +14,7 @@ from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
 from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
+from vacuumlab.units import share_of as share_of  # its home before units.py
 
 
 @dataclass
@@ -114,18 +115,6 @@ class Context:
         if self.later is None:
             return None
         return (self.later.taken_at - self.snapshot.taken_at).total_seconds()
-
-
-#: Up to this ratio a share reads as a percentage ("900%"), beyond it as a multiple ("76×").
-PERCENT_UP_TO = 10.0
-
-
-def share_of(ratio: float, what: str) -> str:
-    """``ratio`` of ``what`` as a reader takes it in: ``"90% of its threshold"`` or, once the
-    percentage runs into the thousands, ``"1,000× its threshold"``."""
-    if ratio <= PERCENT_UP_TO:
-        return f"{ratio:,.0%} of {what}"
-    return f"{ratio:,.0f}× {what}"
 
 
 def label(relation: Relation, owner: Relation | None = None) -> str:

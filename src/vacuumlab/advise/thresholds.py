@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
-from vacuumlab.advise.context import Context, alter_system, alter_table, label, share_of
+from vacuumlab.advise.context import Context, alter_system, alter_table, label
 from vacuumlab.model.thresholds import Thresholds, parse_bool
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Relation, Table
+from vacuumlab.units import share_of
 
 #: A table is queue-like when its rows turned over at least this many times (inserts plus
 #: deletes over live rows): the shape the churn study measures.

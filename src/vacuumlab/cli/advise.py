@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import RenderableType
@@ -13,6 +13,14 @@ from rich.console import RenderableType
 from vacuumlab.cli.options import DataDir, DsnArg, Format, LimitOpt, err, out, render_text, write
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from vacuumlab.records.snapshot import Snapshot
+
+#: ``--exact`` of snapshot and advise: the bloat probe, opt-in because it reads tables.
+ExactOpt = Annotated[
+    bool, typer.Option("--exact", help="Measure bloat with pgstattuple_approx (reads tables).")
+]
 
 
 def snapshot(
@@ -28,6 +36,7 @@ def snapshot(
     save: Annotated[
         Path | None, typer.Option("--save", help="Also save the snapshot as JSON here.")
     ] = None,
+    exact: ExactOpt = False,
     limit: LimitOpt = 25,
     data_dir: DataDir = None,
 ) -> None:
@@ -35,24 +44,32 @@ def snapshot(
 
     Example: vacuumlab snapshot postgresql://postgres@localhost/app --format json -o snap.json
     """
-    from vacuumlab.collect.snapshot import collect
-    from vacuumlab.pg.connect import connect
     from vacuumlab.records.snapshot import load_snapshot
     from vacuumlab.report.snapshot_text import render
 
     if input_ is not None:
-        if dsn is not None:
-            raise VacuumlabError("give a DSN or --input, not both")
+        if dsn is not None or exact:
+            raise VacuumlabError("--input re-renders a saved snapshot: give no DSN and no --exact")
         snap = load_snapshot(input_)
     else:
-        with connect(dsn or _sandbox_dsn(data_dir)) as session:
-            snap = collect(session)
+        snap = _collect(dsn or _sandbox_dsn(data_dir), exact=exact)
     if save is not None:
         write(save, snap.dump_json() + "\n")
     if fmt is Format.json:
         _emit(snap.dump_json() + "\n", output)
     else:
         _show(render(snap, limit=limit), output)
+
+
+def _collect(dsn: str, *, exact: bool) -> Snapshot:
+    """A snapshot of the server; with ``exact``, the bloat probe's figures travel in it."""
+    from vacuumlab.collect.exact import with_exact
+    from vacuumlab.collect.snapshot import collect
+    from vacuumlab.pg.connect import connect
+
+    with connect(dsn) as session:
+        snap = collect(session)
+        return with_exact(session, snap) if exact else snap
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -122,9 +139,7 @@ def advise_command(
         list[Path] | None,
         typer.Option("--input", help="Advise from saved snapshot JSON (one, or two for rates)."),
     ] = None,
-    exact: Annotated[
-        bool, typer.Option("--exact", help="Measure bloat with pgstattuple_approx (reads tables).")
-    ] = False,
+    exact: ExactOpt = False,
     limit: LimitOpt = 25,
     data_dir: DataDir = None,
 ) -> None:

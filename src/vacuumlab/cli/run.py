@@ -3,7 +3,8 @@ preset and hands them to the lab; the lab picks the target, checks ``--resume`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,17 +61,80 @@ AllowAlterOpt = Annotated[bool, typer.Option("--allow-alter-system", help=_ALTER
 ResumeOpt = Annotated[int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")]
 _MANUAL_HELP = "Also measure each point with VACUUM (VERBOSE) and no cost delay: the pure work."
 
+#: What every run command takes after its study's own options, in the order help shows them.
+_SHARED = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=option)
+    for name, option, default in (
+        ("dsn", DsnOpt, None),
+        ("allow_alter_system", AllowAlterOpt, False),
+        ("resume", ResumeOpt, None),
+        ("store_path", StoreOpt, None),
+        ("output", ReportDirOpt, None),
+        ("data_dir", DataDir, None),
+        ("pg_bin", PgBinOpt, None),
+    )
+)
+#: The decorated function: the study's own options in, the preset's overrides out.
+Overrides = Callable[..., dict[str, Any]]
 
-@run_app.command(
+
+def study_command(
+    study: str, about: tuple[Publication, str, str], preset_help: str, *, alter_system: bool = True
+) -> Callable[[Overrides], Overrides]:
+    """Register ``vacuumlab run <study>``: ``--preset`` (help ``preset_help``), the decorated
+    function's options, then the options every run command shares (``--allow-alter-system``
+    only when the study can change server settings). ``about`` is the help's publication,
+    summary and example. The command runs the study with the overrides the function returns."""
+    shared = [p for p in _SHARED if alter_system or p.name != "allow_alter_system"]
+    preset = inspect.Parameter(
+        "preset", inspect.Parameter.KEYWORD_ONLY, default="quick",
+        annotation=Annotated[str, typer.Option(help=preset_help)],
+    )  # fmt: skip
+
+    def register(own: Overrides) -> Overrides:
+        names = {p.name for p in shared}
+        mine = [p for p in _keyword_only(own) if p.name not in names]
+        also = [p.name for p in _keyword_only(own) if p.name in names]  # shared, read by own
+
+        def command(**options: Any) -> None:
+            common = {p.name: options.pop(p.name) for p in shared}
+            chosen = options.pop("preset")
+            where = Where(
+                common["dsn"], common.get("allow_alter_system", False),
+                common["data_dir"], common["pg_bin"],
+            )  # fmt: skip
+            overrides = own(**options, **{name: common[name] for name in also})
+            run_study(study, chosen, overrides, where, *_places(common))
+
+        params = [preset, *mine, *shared]
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        run_app.command(study, help=_study_help(*about))(command)
+        return own
+
+    return register
+
+
+def _keyword_only(function: Callable[..., Any]) -> list[inspect.Parameter]:
+    parameters = inspect.signature(function, eval_str=True).parameters.values()
+    return [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters]
+
+
+def _places(common: Mapping[str, Any]) -> tuple[int | None, Path | None, Path | None]:
+    """--resume, --store and --output, as run_study takes them."""
+    return common["resume"], common["store_path"], common["output"]
+
+
+@study_command(
     "churn",
-    help=_study_help(
+    (
         churn_spec.PUBLICATION,
         "Queue churn under the post's six autovacuum settings, with a report.",
         "vacuumlab run churn --preset quick --clients 4",
     ),
+    _PRESET_HELP,
 )
 def run_churn(
-    preset: Annotated[str, typer.Option(help=_PRESET_HELP)] = "quick",
     seconds: Annotated[int | None, typer.Option(help="Load per step, in seconds.")] = None,
     warmup: Annotated[int | None, typer.Option(help=_WARMUP_HELP)] = None,
     backlog: Annotated[int | None, typer.Option(help="Rows queued when a step starts.")] = None,
@@ -79,17 +143,12 @@ def run_churn(
     repeat: Annotated[int | None, typer.Option(help="Repetitions of each step.")] = None,
     steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP)] = None,
     continuous: Annotated[bool, typer.Option("--continuous", help=_CONTINUOUS_HELP)] = False,
-    dsn: DsnOpt = None,
-    allow_alter_system: AllowAlterOpt = False,
     resume: ResumeOpt = None,
-    store_path: StoreOpt = None,
-    output: ReportDirOpt = None,
-    data_dir: DataDir = None,
-    pg_bin: PgBinOpt = None,
-) -> None:
+) -> dict[str, Any]:
     from vacuumlab.studies.churn import load_steps
 
-    overrides = {
+    return {
+        # A resumed run keeps the steps it stored.
         "steps": load_steps(steps) if steps is not None and resume is None else None,
         "seconds": seconds,
         "warmup": warmup,
@@ -99,22 +158,18 @@ def run_churn(
         "repeat": repeat,
         "continuous": continuous or None,
     }
-    where = Where(dsn, allow_alter_system, data_dir, pg_bin)
-    run_study("churn", preset, overrides, where, resume, store_path, output)
 
 
-@run_app.command(
+@study_command(
     "cost-driver",
-    help=_study_help(
+    (
         cost_driver_spec.PUBLICATION,
         "Dead tuples or dirty pages: vacuum's cost over a matrix of tables.",
         "vacuumlab run cost-driver --rows 200000 --indexes 0,2 --repeat 2 --manual",
     ),
+    "quick (1M rows, 72 points) or paper (10M, 360).",
 )
 def run_cost_driver(
-    preset: Annotated[
-        str, typer.Option(help="quick (1M rows, 72 points) or paper (10M, 360).")
-    ] = "quick",
     rows: Annotated[int | None, typer.Option(help="Rows in the table.")] = None,
     distributions: Annotated[
         str | None, typer.Option(help="compact,spread (or one of them).")
@@ -123,15 +178,8 @@ def run_cost_driver(
     indexes: Annotated[str | None, typer.Option(help="Index counts, e.g. 0,1,3,5.")] = None,
     repeat: Annotated[int | None, typer.Option(help="Repetitions of each combination.")] = None,
     manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
-    dsn: DsnOpt = None,
-    allow_alter_system: AllowAlterOpt = False,
-    resume: ResumeOpt = None,
-    store_path: StoreOpt = None,
-    output: ReportDirOpt = None,
-    data_dir: DataDir = None,
-    pg_bin: PgBinOpt = None,
-) -> None:
-    overrides = {
+) -> dict[str, Any]:
+    return {
         "rows": rows,
         "distributions": str_list(distributions),
         "dead_pcts": int_list(dead, "--dead"),
@@ -139,22 +187,18 @@ def run_cost_driver(
         "repeat": repeat,
         "manual": manual or None,
     }
-    where = Where(dsn, allow_alter_system, data_dir, pg_bin)
-    run_study("cost-driver", preset, overrides, where, resume, store_path, output)
 
 
-@run_app.command(
+@study_command(
     "toast",
-    help=_study_help(
+    (
         toast_spec.PUBLICATION,
         "The same wide rows stored in line or in TOAST: sizes, UPDATE, VACUUM, FREEZE.",
         "vacuumlab run toast --rows 20000 --storages extended,main --no-parallel",
     ),
+    "quick (50,000 rows) or paper (500,000, as the post).",
 )
 def run_toast(
-    preset: Annotated[
-        str, typer.Option(help="quick (50,000 rows) or paper (500,000, as the post).")
-    ] = "quick",
     rows: Annotated[int | None, typer.Option(help="Rows in each table.")] = None,
     width: Annotated[int | None, typer.Option(help="Bytes of incompressible text per row.")] = None,
     storages: Annotated[
@@ -164,37 +208,27 @@ def run_toast(
     parallel: Annotated[
         bool, typer.Option(help="Also vacuum heap and TOAST from two sessions.")
     ] = True,
-    dsn: DsnOpt = None,
-    allow_alter_system: AllowAlterOpt = False,
-    resume: ResumeOpt = None,
-    store_path: StoreOpt = None,
-    output: ReportDirOpt = None,
-    data_dir: DataDir = None,
-    pg_bin: PgBinOpt = None,
-) -> None:
-    overrides = {
+) -> dict[str, Any]:
+    return {
         "rows": rows,
         "width": width,
         "storages": str_list(storages),
         "repeat": repeat,
         "parallel": parallel,
     }
-    where = Where(dsn, allow_alter_system, data_dir, pg_bin)
-    run_study("toast", preset, overrides, where, resume, store_path, output)
 
 
-@run_app.command(
+@study_command(
     "fillfactor",
-    help=_study_help(
+    (
         fillfactor_spec.PUBLICATION,
         "pgbench TPC-B at sizes against memory × fillfactor: HOT share, growth, speed.",
         "vacuumlab run fillfactor --sizes fits --fillfactors 80,100 --seconds 30 --repeat 3",
     ),
+    "quick (fits and 2×, about 12 min) or paper (3 sizes).",
+    alter_system=False,  # it restarts only the sandbox, and never alters a named server
 )
 def run_fillfactor(
-    preset: Annotated[
-        str, typer.Option(help="quick (fits and 2×, about 12 min) or paper (3 sizes).")
-    ] = "quick",
     sizes: Annotated[
         str | None, typer.Option(help="fits,2x,10x: data size against shared_buffers.")
     ] = None,
@@ -207,14 +241,8 @@ def run_fillfactor(
     shared_buffers: Annotated[
         str | None, typer.Option(help="The 'memory' sizes are measured against (sandbox only).")
     ] = None,
-    dsn: DsnOpt = None,
-    resume: ResumeOpt = None,
-    store_path: StoreOpt = None,
-    output: ReportDirOpt = None,
-    data_dir: DataDir = None,
-    pg_bin: PgBinOpt = None,
-) -> None:
-    overrides = {
+) -> dict[str, Any]:
+    return {
         "sizes": str_list(sizes),
         "fillfactors": int_list(fillfactors, "--fillfactors"),
         "seconds": seconds,
@@ -222,8 +250,6 @@ def run_fillfactor(
         "clients": clients,
         "shared_buffers": shared_buffers,
     }
-    where = Where(dsn, False, data_dir, pg_bin)
-    run_study("fillfactor", preset, overrides, where, resume, store_path, output)
 
 
 def run_study(

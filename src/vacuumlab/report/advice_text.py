@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding
+from vacuumlab.units import share
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -98,7 +99,7 @@ def _standing(advice: Advice, limit: int) -> Table:
             Text(row.relation),
             "on" if row.autovacuum_enabled else Text("off", style="red"),
             f"{row.dead:,} / {row.vacuum_threshold:,.0f}",
-            f"{row.vacuum_progress:.0%}",
+            share(row.vacuum_progress),
             insert,
             "-" if row.dead_per_second is None else f"{row.dead_per_second:,.1f}",
             "-" if row.seconds_to_vacuum is None else f"{row.seconds_to_vacuum:,.0f} s",

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus, Value
 from vacuumlab.report.common import DASH, when
+from vacuumlab.units import is_multiple, multiple
 
 NOTHING_TO_CHANGE = "Nothing to change: no finding calls for a change."
 SERVER_WIDE = "server"
@@ -43,9 +44,11 @@ def count(value: float) -> str:
 
 
 def percent(share: float) -> str:
-    """A share (1.0 = 100 %), one decimal below 10 %."""
+    """A share (1.0 = 100 %), one decimal below 10 %; a multiple ("1,000×") beyond 1,000 %."""
     if not math.isfinite(share):
         return DASH
+    if is_multiple(share):
+        return multiple(share)
     value = share * 100
     return f"{value:.1f} %" if abs(value) < 10 else f"{value:,.0f} %"
 

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.typing import RcKeyType
 
 #: (t, value) samples, t in seconds; a None value is a gap.
@@ -138,6 +139,14 @@ def published_axis(
     right.set_ylabel(f"post ({unit})", color=POST_COLOR)
     right.tick_params(axis="y", colors=POST_COLOR)
     return right
+
+
+def published_handle(label: str) -> Line2D:
+    """The legend entry of the published figures that `published_axis` draws."""
+    return Line2D(
+        [], [], color=POST_COLOR, marker="s", markerfacecolor="white", linestyle="--",
+        markersize=4, label=label,
+    )  # fmt: skip
 
 
 _COMMENT = re.compile(r"<!--.*?-->\n?", re.DOTALL)

@@ -7,6 +7,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from vacuumlab.records.churn import ChurnPoint
 from vacuumlab.store import Store
 from vacuumlab.studies.churn_spec import PUBLISHED
 
@@ -30,7 +31,8 @@ def summary_table(store: Store, run_id: int) -> Table:
         table.add_column(column, justify="left" if column == "step" else "right")
     for point in store.points(run_id):
         m: dict[str, Any] = point.metrics
-        number = int(point.params["step"])
+        step = ChurnPoint.from_params(point.params)
+        number = step.number
         published = PUBLISHED.get(number)
         post = (
             f"{published.tps:,.0f} / {published.latency_ms:.2f} / {published.stddev_ms:.2f}"
@@ -38,7 +40,7 @@ def summary_table(store: Store, run_id: int) -> Table:
             else "not published"
         )
         table.add_row(
-            Text(f"{number} {point.params['name']}"),
+            Text(f"{number} {step.step.name}"),
             _num(m.get("tps"), "{:,.0f}"),
             f"{_num(m.get('latency_mean_ms'), '{:.2f}')} "
             f"[{_num(m.get('latency_mean_ci_low'), '{:.2f}')}–"

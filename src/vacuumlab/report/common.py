@@ -3,7 +3,7 @@ Pure: it reads values, never a server; and light, it loads no plotting library."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -83,19 +83,22 @@ def environment() -> Environment:
     )
 
 
-def count(value: float | None) -> str:
-    """A count with thousands separators, rounded."""
-    return DASH if value is None else f"{value:,.0f}"
+def number_format(template: str, scale: float = 1.0) -> Callable[[float | None], str]:
+    """A formatter of a value that may be missing: DASH, or ``template`` filled with the value
+    times ``scale``."""
+
+    def fmt(value: float | None) -> str:
+        return DASH if value is None else template.format(value * scale)
+
+    return fmt
 
 
-def percent(value: float | None) -> str:
-    """A value already in percent, rounded: ``42 %``."""
-    return DASH if value is None else f"{value:.0f} %"
-
-
-def times(value: float | None) -> str:
-    """A ratio: ``3.8×``."""
-    return DASH if value is None else f"{value:.1f}×"
+#: A count with thousands separators, rounded.
+count = number_format("{:,.0f}")
+#: A value already in percent, rounded: ``42 %``.
+percent = number_format("{:.0f} %")
+#: A ratio: ``3.8×``.
+times = number_format("{:.1f}×")
 
 
 def format_seconds(value: float) -> str:

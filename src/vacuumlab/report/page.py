@@ -2,7 +2,9 @@
 machine, parameters, server settings), one observation per point, chart saving and writing the
 page. A study's report adds only its own sections and charts.
 
-Pure: it reads the store, never a server.
+Pure: it reads the store, never a server. No JavaScript, nothing loaded: charts are inline SVG,
+the CSS is in the page, every string from the store is escaped by Jinja2's autoescaping, and
+only the generated SVG is marked safe.
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeGuard, TypeVar
+from typing import Any, Generic, Protocol, TypeGuard, TypeVar
 
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.params import Config, field_names
 from vacuumlab.records.publication import Publication
 from vacuumlab.report import charts
 from vacuumlab.report.common import DASH, duration, environment, machine_rows, metric, text, when
@@ -38,6 +41,8 @@ ParamLabels = Sequence[tuple[str, str]]
 Rows = list[tuple[str, str]]
 K = TypeVar("K")
 R = TypeVar("R")
+P = TypeVar("P")
+C = TypeVar("C", bound=Config)
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -45,10 +50,33 @@ def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def repeat(params: Mapping[str, Any]) -> int:
+def typed(read: Callable[[Mapping[str, Any]], P], params: Mapping[str, Any]) -> P | None:
+    """Stored parameters as the study's record (``read`` is its ``from_params``), or None when
+    they are not what the study writes."""
+    try:
+        return read(params)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def stored_config(config: type[C], params: Mapping[str, Any]) -> C | None:
+    """The run's config as the run stored it, or None when it did not store every field: what
+    a run planned is not guessed from today's defaults."""
+    if not field_names(config) <= set(params):
+        return None
+    return typed(config.from_params, params)
+
+
+class Repeated(Protocol):
+    """A config that plans repetitions (every study's does)."""
+
+    @property
+    def repeat(self) -> int: ...
+
+
+def planned_repeat(config: Repeated | None) -> int:
     """The repetitions the run planned (1 when not recorded)."""
-    value = params.get("repeat")
-    return value if is_int(value) and value > 0 else 1
+    return 1 if config is None or not is_int(config.repeat) else max(config.repeat, 1)
 
 
 # -- the header ------------------------------------------------------------------------------
@@ -230,6 +258,20 @@ def study_run(
 
 #: Draws a run's charts into the output directory and returns the page's view model.
 Build = Callable[[Store, Run, Sequence[Point], Path], R]
+
+
+def renderer(
+    study: str, build: Build[Any], *, unit: str = "points"
+) -> Callable[[Store, int, Path], Path]:
+    """A study's ``render``: :func:`render_run` with the study's name and view model."""
+
+    def render(store: Store, run_id: int, out_dir: Path) -> Path:
+        """Render run ``run_id`` to ``out_dir/report.html`` (one self-contained file) plus one
+        PNG per chart; return the HTML's path. Reads only the store. Raises VacuumlabError if
+        the run does not exist, is another study's, has no points, or cannot be written."""
+        return render_run(store, run_id, out_dir, study=study, build=build, unit=unit)
+
+    return render
 
 
 def render_run(

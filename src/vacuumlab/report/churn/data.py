@@ -3,12 +3,12 @@ points, and how each compares with the post's steps."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from vacuumlab.records.churn import ChurnConfig, ChurnPoint
 from vacuumlab.report.common import text
-from vacuumlab.report.page import is_int
+from vacuumlab.report.page import stored_config, typed
 from vacuumlab.store import Point, Run
 from vacuumlab.studies.churn_spec import POST_STEPS
 
@@ -27,33 +27,25 @@ class Step:
 Recorded = list[tuple[Step, Point]]
 
 
-def as_step(raw: Mapping[str, Any], fallback_number: int) -> Step:
-    number = raw.get("step", raw.get("number"))
-    if not is_int(number):
-        number = fallback_number
-    settings = raw.get("settings")
-    return Step(
-        number=number,
-        name=str(raw.get("name") or f"step {number}"),
-        scope=str(raw.get("scope") or "server"),
-        settings=(
-            {str(k): text(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
-        ),
-    )
+def as_step(point: ChurnPoint) -> Step:
+    """The step as the report shows it: its number beside the study's own step."""
+    step = point.step
+    settings = {str(k): text(v) for k, v in step.settings.items()}
+    return Step(number=point.number, name=step.name, scope=step.scope, settings=settings)
 
 
 def planned_steps(run: Run) -> dict[int, Step]:
-    raw = run.params.get("steps")
-    if not isinstance(raw, list):
-        return {}
-    steps = [as_step(s, i + 1) for i, s in enumerate(raw) if isinstance(s, dict)]
-    return {s.number: s for s in steps}
+    """The steps the run's config planned, by their 1-based number."""
+    config = stored_config(ChurnConfig, run.params)
+    steps = () if config is None else config.steps
+    return {n: as_step(ChurnPoint(n, s)) for n, s in enumerate(steps, start=1)}
 
 
 def recorded(points: Sequence[Point]) -> Recorded:
     """Every point with its step, in step, repetition and recording order."""
+    steps = ((typed(ChurnPoint.from_params, p.params), p) for p in points)
     return sorted(
-        ((as_step(p.params, i + 1), p) for i, p in enumerate(points)),
+        ((as_step(step), p) for step, p in steps if step is not None),
         key=lambda sp: (sp[0].number, sp[1].repetition, sp[1].id),
     )
 

@@ -18,7 +18,6 @@ from matplotlib.ticker import EngFormatter, MaxNLocator
 
 from vacuumlab.report.charts import (
     COMPARISON_FIGSIZE,
-    POST_COLOR,
     STEP_FIGSIZE,
     STYLE,
     Samples,
@@ -26,6 +25,7 @@ from vacuumlab.report.charts import (
     legend_below,
     no_data,
     published_axis,
+    published_handle,
     with_ci,
 )
 
@@ -226,7 +226,7 @@ def comparison_chart(
             for k, rep in enumerate(reps)
         ]
         if any(post is not None for post in posts):
-            handles.append(_post_handle())
+            handles.append(published_handle("published in the post (right axis)"))
         fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), frameon=False)
     return fig
 
@@ -266,16 +266,3 @@ def _label_panels(axes: Sequence[Axes], steps: Sequence[int]) -> None:
 
 def _rep_handle(k: int, label: str) -> Line2D:
     return Line2D([], [], color=_rep_color(k), marker="o", markersize=4, label=label)
-
-
-def _post_handle() -> Line2D:
-    return Line2D(
-        [],
-        [],
-        color=POST_COLOR,
-        marker="s",
-        markerfacecolor="white",
-        linestyle="--",
-        markersize=4,
-        label="published in the post (right axis)",
-    )

@@ -10,6 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from vacuumlab.records.churn import ChurnConfig
 from vacuumlab.report.churn import charts
 from vacuumlab.report.churn.data import (
     Recorded,
@@ -25,8 +26,9 @@ from vacuumlab.report.page import (
     header,
     overview,
     param_rows,
-    repeat,
+    planned_repeat,
     status_notice,
+    stored_config,
 )
 from vacuumlab.store import Metric, Point, Run, Store
 from vacuumlab.studies.churn_spec import PUBLICATION, PUBLISHED, Published
@@ -260,8 +262,9 @@ def _step_section(
 ) -> StepSection:
     step, point = recorded_rows[0]
     warmup = metric(point.metrics, "warmup_s")
-    if warmup is None:
-        warmup = metric(run.params, "warmup")
+    config = stored_config(ChurnConfig, run.params)
+    if warmup is None and config is not None:
+        warmup = float(config.warmup)
     svg, png, autovacuums = charts.step_chart(store, step, point, warmup, out_dir)
     return StepSection(
         number=step.number,
@@ -303,7 +306,7 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
     planned = planned_steps(run)
     points_by_step = recorded(points)
     steps = by_step(points_by_step)
-    reps = repeat(run.params)
+    reps = planned_repeat(stored_config(ChurnConfig, run.params))
     summary, sections = _steps(store, run, planned, steps, out_dir)
     comparison_svg = charts.comparison_chart(points_by_step, out_dir)
     counts = ("steps recorded", f"{len(steps)} of {max(len(planned), len(steps))}")

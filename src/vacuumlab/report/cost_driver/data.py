@@ -7,11 +7,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint
 from vacuumlab.report.common import metric
 from vacuumlab.report.cost_driver.figures import KNOWN_DISTRIBUTIONS
-from vacuumlab.report.page import Obs, is_int
+from vacuumlab.report.page import Obs, typed
 from vacuumlab.stats.aggregate import Fit, Spread, linear_fit, spread
 from vacuumlab.store import Metric, Point
 
@@ -65,14 +65,12 @@ def _duration_of(metrics: Mapping[str, Metric]) -> tuple[float | None, str | Non
 
 
 def _observation(point: Point) -> CdObs | None:
-    p = point.params
-    distribution, dead, indexes = p.get("distribution"), p.get("dead_pct"), p.get("indexes")
-    if not isinstance(distribution, str) or not is_int(dead) or not is_int(indexes):
+    p = typed(CostDriverPoint.from_params, point.params)
+    if p is None:
         return None
     duration, source = _duration_of(point.metrics)
-    mode = str(p.get("mode") or AUTOVACUUM)
-    combo = (distribution, dead, indexes)
-    return CdObs(combo, point.repetition, point.metrics, mode, duration, source)
+    combo = (p.distribution, p.dead_pct, p.indexes)
+    return CdObs(combo, point.repetition, point.metrics, p.mode, duration, source)
 
 
 def combo_key(combo: Combo) -> tuple[int, str, int, int]:
@@ -100,16 +98,10 @@ def read(points: Sequence[Point]) -> Data:
 # -- what the run planned ------------------------------------------------------------------
 
 
-def _ints(value: Any) -> list[int]:
-    return [v for v in value if is_int(v)] if isinstance(value, list) else []
-
-
-def planned(params: Mapping[str, Any]) -> list[Combo]:
-    raw = params.get("distributions")
-    distributions = [d for d in raw if isinstance(d, str)] if isinstance(raw, list) else []
-    combos = itertools.product(
-        distributions, _ints(params.get("dead_pcts")), _ints(params.get("indexes"))
-    )
+def planned(config: CostDriverConfig | None) -> list[Combo]:
+    if config is None:
+        return []
+    combos = itertools.product(config.distributions, config.dead_pcts, config.indexes)
     return sorted(combos, key=combo_key)
 
 

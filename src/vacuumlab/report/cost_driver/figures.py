@@ -29,6 +29,7 @@ from vacuumlab.report.charts import (
     legend_below,
     no_data,
     published_axis,
+    published_handle,
     with_ci,
 )
 from vacuumlab.report.common import format_seconds
@@ -168,7 +169,7 @@ def index_chart(lines: Sequence[IndexLine], published: Mapping[int, float]) -> F
         if seed_ax is not None:
             seed_ax.set_ylim(bottom=0)  # from 0 like the left axis, so the slopes compare
             seed_ax.set_ylabel(f"{PUBLICATION.short()}, 10M rows (s)", color=POST_COLOR)
-            handles.append(_published_handle())
+            handles.append(published_handle(f"{PUBLICATION.short()}, compact 50 % (right axis)"))
         if ax.has_data():
             ax.set_ylim(bottom=0)
             ax.set_xticks(index_counts)
@@ -179,19 +180,6 @@ def index_chart(lines: Sequence[IndexLine], published: Mapping[int, float]) -> F
         ax.set_title("Duration against index count")
         fig.legend(handles=handles, loc="outside right upper", frameon=False)
     return fig
-
-
-def _published_handle() -> Line2D:
-    return Line2D(
-        [],
-        [],
-        color=POST_COLOR,
-        marker="s",
-        markerfacecolor="white",
-        linestyle="--",
-        markersize=4,
-        label=f"{PUBLICATION.short()}, compact 50 % (right axis)",
-    )
 
 
 # -- c. heatmap of medians -----------------------------------------------------------------

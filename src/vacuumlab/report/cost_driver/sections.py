@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.report.common import DASH, Cell, count, format_seconds, percent, times
 from vacuumlab.report.cost_driver.charts import draw_charts
 from vacuumlab.report.cost_driver.data import (
@@ -32,9 +33,10 @@ from vacuumlab.report.page import (
     of,
     overview,
     param_rows,
-    repeat,
+    planned_repeat,
     stat,
     status_notice,
+    stored_config,
 )
 from vacuumlab.stats.aggregate import Fit, Spread, linear_fit, ratio, spread
 from vacuumlab.store import Point, Run, Store
@@ -126,10 +128,10 @@ def _combo_head(combo: Combo) -> tuple[str, ...]:
 # -- header: notices, run, parameters ------------------------------------------------------
 
 
-def _missing_notices(run: Run, data: Data) -> list[str]:
-    combos, reps = planned(run.params), repeat(run.params)
+def _missing_notices(config: CostDriverConfig | None, data: Data) -> list[str]:
+    combos, reps = planned(config), planned_repeat(config)
     groups = [("autovacuum", data.auto)]
-    if run.params.get("manual") is True:
+    if config is not None and config.manual:
         groups.append(("manual VACUUM", data.manual))
     notices: list[str] = []
     for label, recorded in groups:
@@ -144,8 +146,8 @@ def _missing_notices(run: Run, data: Data) -> list[str]:
     return notices
 
 
-def _notices(run: Run, data: Data) -> list[str]:
-    notices = status_notice(run.status, "combinations") + _missing_notices(run, data)
+def _notices(run: Run, config: CostDriverConfig | None, data: Data) -> list[str]:
+    notices = status_notice(run.status, "combinations") + _missing_notices(config, data)
     if not data.auto:
         notices.append("No autovacuum point is recorded: the analysis below is empty.")
     if data.skipped:
@@ -157,16 +159,17 @@ def _notices(run: Run, data: Data) -> list[str]:
 
 
 def _header(run: Run, data: Data) -> Header:
-    wanted = len(planned(run.params)) * repeat(run.params)
+    config = stored_config(CostDriverConfig, run.params)
+    wanted = len(planned(config)) * planned_repeat(config)
     auto = sum(len(g) for g in data.auto.values())
     manual = sum(len(g) for g in data.manual.values())
     rows = [("autovacuum runs recorded", of(auto, wanted))]
-    if manual or run.params.get("manual") is True:
+    if manual or (config is not None and config.manual):
         rows.append(("manual VACUUM runs recorded", of(manual, wanted)))
     return header(
         run,
         PUBLICATION,
-        _notices(run, data),
+        _notices(run, config, data),
         overview(run, *rows),
         param_rows(run.params, PARAM_LABELS),
     )

@@ -4,11 +4,12 @@ each group's values as the verdicts in `vacuumlab.stats.fillfactor` take them.""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vacuumlab.report.page import Obs, is_int, values
+from vacuumlab.records.fillfactor import FillfactorConfig, FillfactorPoint
+from vacuumlab.report.page import Obs, typed, values
 from vacuumlab.stats.fillfactor import Samples
 from vacuumlab.store import Point
 from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, SIZES, Size, reference
@@ -55,10 +56,10 @@ class Data:
 
 
 def _observation(point: Point) -> FfObs | None:
-    size, ff, scale = (point.params.get(k) for k in ("size", "fillfactor", "scale"))
-    if size not in SIZES or not is_int(ff):
+    p = typed(FillfactorPoint.from_params, point.params)
+    if p is None or p.size not in SIZES:
         return None
-    return FfObs((size, ff), point.repetition, point.metrics, scale if is_int(scale) else None)
+    return FfObs((p.size, p.fillfactor), point.repetition, point.metrics, p.scale)
 
 
 def read(points: Sequence[Point]) -> Data:
@@ -82,12 +83,11 @@ def extent(group: Sequence[Obs[Any]], name: str) -> tuple[float | None, float | 
     return (min(found), max(found)) if found else (None, None)
 
 
-def planned(params: Mapping[str, Any]) -> list[Key]:
-    sizes = params.get("sizes")
-    ffs = params.get("fillfactors")
-    if not isinstance(sizes, list) or not isinstance(ffs, list):
+def planned(config: FillfactorConfig | None) -> list[Key]:
+    if config is None:
         return []
-    return [(s, f) for s in SIZES if s in sizes for f in sorted(ffs, reverse=True) if is_int(f)]
+    fillfactors = sorted(config.fillfactors, reverse=True)
+    return [(s, f) for s in SIZES if s in config.sizes for f in fillfactors]
 
 
 def key_text(key: Key) -> str:

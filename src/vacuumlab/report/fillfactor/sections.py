@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vacuumlab.report.common import DASH, Cell, count, text
+from vacuumlab.records.fillfactor import FillfactorConfig
+from vacuumlab.report.common import DASH, Cell, count, number_format
 from vacuumlab.report.fillfactor.charts import draw_charts
 from vacuumlab.report.fillfactor.data import (
     Data,
@@ -30,8 +31,9 @@ from vacuumlab.report.page import (
     of,
     overview,
     param_rows,
-    repeat,
+    planned_repeat,
     status_notice,
+    stored_config,
     values,
 )
 from vacuumlab.stats.fillfactor import Effect, Verdict, compare, difference, effects, verdict
@@ -77,18 +79,11 @@ def _pct(value: float | None, digits: int = 1) -> str:
     return DASH if value is None else f"{value * 100:.{digits}f} %"
 
 
-def _signed_pct(value: float | None) -> str:
-    """A relative change (0.05) as a signed percentage (+5.0 %)."""
-    return DASH if value is None else f"{value * 100:+.1f} %"
-
-
-def _points(value: float | None) -> str:
-    """A difference of two shares as signed percentage points."""
-    return DASH if value is None else f"{value * 100:+.1f} points"
-
-
-def _mb(value: float | None) -> str:
-    return DASH if value is None else f"{value / 2**20:,.1f} MB"
+#: A relative change (0.05) as a signed percentage (+5.0 %).
+_signed_pct = number_format("{:+.1f} %", 100)
+#: A difference of two shares as signed percentage points.
+_points = number_format("{:+.1f} points", 100)
+_mb = number_format("{:,.1f} MB", 2**-20)
 
 
 #: The metrics the significance table tests: (metric, label, how a mean is printed).
@@ -127,10 +122,10 @@ class Report:
 # -- header --------------------------------------------------------------------------------
 
 
-def _notices(run: Run, data: Data) -> list[str]:
+def _notices(run: Run, config: FillfactorConfig | None, data: Data) -> list[str]:
     notices = status_notice(run.status)
-    reps = repeat(run.params)
-    missing = [key_text(k) for k in planned(run.params) if k not in data.groups]
+    reps = planned_repeat(config)
+    missing = [key_text(k) for k in planned(config) if k not in data.groups]
     if missing:
         notices.append(f"Not measured: {'; '.join(missing)}.")
     short = [f"{key_text(k)}: {len(g)} of {reps}" for k, g in data.groups.items() if len(g) < reps]
@@ -144,11 +139,12 @@ def _notices(run: Run, data: Data) -> list[str]:
 
 
 def _header(run: Run, data: Data, points: int) -> Header:
-    wanted = len(planned(run.params)) * repeat(run.params)
+    config = stored_config(FillfactorConfig, run.params)
+    wanted = len(planned(config)) * planned_repeat(config)
     return header(
         run,
         PUBLICATION,
-        _notices(run, data),
+        _notices(run, config, data),
         overview(run, ("points recorded", of(points, wanted))),
         param_rows(run.params, PARAM_LABELS, list_text),
     )
@@ -204,11 +200,17 @@ def _ram_line(data: Data, ram: Any) -> str:
     )
 
 
+def _requested(run: Run) -> str:
+    """The shared_buffers the run asked for; None on a named server, which keeps its own."""
+    config = stored_config(FillfactorConfig, run.params)
+    return (config and config.shared_buffers) or "the server’s own"
+
+
 def _memory_note(run: Run, data: Data) -> list[str]:
     memory = _memory_bytes(data)
     head = (
         f'The post\'s "memory" is mapped to shared_buffers, {_mb(memory)} in this run '
-        f"(requested: {text(run.params.get('shared_buffers') or 'the server’s own')}); each "
+        f"(requested: {_requested(run)}); each "
         "data size is a multiple of it at fillfactor 100, and lower fillfactors load the same "
         "rows into a larger table."
     )

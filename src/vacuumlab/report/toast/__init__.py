@@ -7,35 +7,21 @@ run's numbers: what wide values cost an UPDATE of a narrow column, VACUUM and VA
 when they are kept in the heap rather than out of line; how autovacuum sees a table and its
 TOAST relation; and what happens when both are vacuumed at once.
 
-No JavaScript, nothing loaded: charts are inline SVG, the CSS is in the page, every string
-from the store is escaped by Jinja2's autoescaping, and only the generated SVG is marked safe.
-
 `data` reads the run, `timeline` the parallel experiment's timelines, `sections` and
 `parallel` build the tables and the view model, `charts` and `figures` draw.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from vacuumlab.report.page import REPORT_FILE, render_run
+from vacuumlab.report.page import REPORT_FILE, renderer
 from vacuumlab.report.toast.formats import seconds, size
 from vacuumlab.report.toast.sections import build_report
-from vacuumlab.store import Store
 from vacuumlab.studies.toast_spec import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render", "render_toast_report", "seconds", "size"]
 
 
-def render(store: Store, run_id: int, out_dir: Path) -> Path:
-    """Render toast run `run_id` to `out_dir/report.html` (one self-contained file) plus one
-    PNG per chart; return the HTML's path.
-
-    Reads only the store. Raises VacuumlabError if the run does not exist, is not a toast
-    run, has no points, or the files cannot be written.
-    """
-    return render_run(store, run_id, out_dir, study=STUDY, build=build_report)
-
+render = renderer(STUDY, build_report)
 
 #: The name the CLI imports today.
 render_toast_report = render

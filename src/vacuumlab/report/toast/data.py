@@ -3,11 +3,12 @@ arm, and the statistics of a group of repetitions the sections and charts share.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vacuumlab.report.page import Obs, is_int, median, stat
+from vacuumlab.records.toast import ParallelPoint, StoragePoint, toast_point
+from vacuumlab.report.page import Obs, median, stat, typed
 from vacuumlab.stats.aggregate import Spread, spread
 from vacuumlab.store import Point
 from vacuumlab.studies.toast_spec import (
@@ -45,24 +46,17 @@ def _variant_key(variant: Variant) -> tuple[int, str, int, int]:
     return rank, storage, target != DEFAULT_TOAST_TUPLE_TARGET, target
 
 
-def _variant(params: Mapping[str, Any]) -> Variant | None:
-    storage, target = params.get("storage"), params.get("toast_tuple_target")
-    if params.get("experiment") != "storage" or not isinstance(storage, str):
-        return None
-    return (storage, target) if is_int(target) else None
-
-
 def read(points: Sequence[Point]) -> Data:
     storage: dict[Variant, list[Rep]] = {}
     parallel: dict[str, list[Rep]] = {}
     skipped = 0
     for point in sorted(points, key=lambda p: p.repetition):
-        p, variant = point.params, _variant(point.params)
-        if variant is not None:
+        p = typed(toast_point, point.params)
+        if isinstance(p, StoragePoint):
+            variant = (p.storage, p.toast_tuple_target)
             storage.setdefault(variant, []).append(Obs(variant, point.repetition, point.metrics))
-        elif p.get("experiment") == "parallel" and p.get("arm") in ARMS:
-            arm = str(p["arm"])
-            parallel.setdefault(arm, []).append(Obs(arm, point.repetition, point.metrics))
+        elif isinstance(p, ParallelPoint) and p.arm in ARMS:
+            parallel.setdefault(p.arm, []).append(Obs(p.arm, point.repetition, point.metrics))
         else:
             skipped += 1
     ordered = {v: storage[v] for v in sorted(storage, key=_variant_key)}
@@ -72,16 +66,6 @@ def read(points: Sequence[Point]) -> Data:
 
 def label(variant: Variant) -> str:
     return variant_label(*variant)
-
-
-def planned_variants(params: Mapping[str, Any]) -> list[Variant]:
-    storages = [s for s in params.get("storages") or [] if isinstance(s, str)]
-    targets = [t for t in params.get("toast_tuple_targets") or [] if is_int(t)]
-    return [
-        (s, t)
-        for s in storages
-        for t in (targets if s == "extended" else [DEFAULT_TOAST_TUPLE_TARGET])
-    ]
 
 
 # -- statistics ------------------------------------------------------------------------------

@@ -7,20 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from vacuumlab.records.toast import ToastConfig
 from vacuumlab.report.common import DASH, Cell, count, format_seconds, percent, text, times
 from vacuumlab.report.page import (
     Chart,
     Header,
     header,
-    is_int,
     median,
     overview,
     param_rows,
-    repeat,
+    planned_repeat,
     stat,
     status_notice,
+    stored_config,
 )
 from vacuumlab.report.toast.charts import draw_charts
 from vacuumlab.report.toast.data import (
@@ -31,7 +31,6 @@ from vacuumlab.report.toast.data import (
     frozen_share,
     label,
     pages,
-    planned_variants,
     read,
     rows_per_page,
     total,
@@ -97,10 +96,11 @@ class Report:
 # -- header ----------------------------------------------------------------------------------
 
 
-def _missing(run: Run, data: Data) -> list[str]:
-    reps = repeat(run.params)
-    planned = [label(v) for v in planned_variants(run.params) if v not in data.storage]
-    if run.params.get("parallel") is True:
+def _missing(config: ToastConfig | None, data: Data) -> list[str]:
+    reps = planned_repeat(config)
+    variants = [] if config is None else config.variants()
+    planned = [label(v) for v in variants if v not in data.storage]
+    if config is not None and config.parallel:
         planned += [f"parallel {a}" for a in ARMS if a not in data.parallel]
     groups = [(label(v), g) for v, g in data.storage.items()] + [
         (f"parallel {a}", g) for a, g in data.parallel.items()
@@ -110,10 +110,10 @@ def _missing(run: Run, data: Data) -> list[str]:
     return notices + ([f"Missing repetitions: {'; '.join(short)}."] if short else [])
 
 
-def _plain_notice(params: Mapping[str, Any]) -> list[str]:
-    width, storages = params.get("width"), params.get("storages") or []
-    if not is_int(width) or width <= PLAIN_MAX_WIDTH or "plain" in storages:
+def _plain_notice(config: ToastConfig | None) -> list[str]:
+    if config is None or config.width <= PLAIN_MAX_WIDTH or "plain" in config.storages:
         return []
+    width = config.width
     return [
         f"Plain storage is left out: a {width:,}-byte value cannot be stored in the heap tuple, "
         f"which must fit one 8 kB page (at most {PLAIN_MAX_WIDTH:,} bytes of value)."
@@ -121,7 +121,8 @@ def _plain_notice(params: Mapping[str, Any]) -> list[str]:
 
 
 def _notices(run: Run, data: Data, unreadable: Sequence[str]) -> list[str]:
-    notices = status_notice(run.status) + _missing(run, data) + _plain_notice(run.params)
+    config = stored_config(ToastConfig, run.params)
+    notices = status_notice(run.status) + _missing(config, data) + _plain_notice(config)
     if data.skipped:
         notices.append(f"{data.skipped} point(s) of an unknown kind are left out.")
     notices += [f"The timeline of the {arm} arm could not be read." for arm in unreadable]
@@ -337,7 +338,7 @@ def _autovacuum_rows(storage: Mapping[Variant, list[Rep]]) -> list[TableRow]:
 
 
 def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
-    width = run.params.get("width")
+    config = stored_config(ToastConfig, run.params)
     seed = (
         f"The post's 1302 MB for {PUBLISHED_ROWS:,} rows, in line and out of line alike, means "
         "three rows per 8 kB page: values of about 2.0 to 2.6 kB (the paper preset uses 2,600 "
@@ -345,9 +346,9 @@ def _size_note(run: Run, storage: Mapping[Variant, list[Rep]]) -> str:
     )
     main = storage.get(("main", DEFAULT_TOAST_TUPLE_TARGET))
     per_page = None if main is None else rows_per_page(main)
-    if not is_int(width) or per_page is None:
+    if config is None or per_page is None:
         return seed
-    return f"At {width:,} bytes a main-storage heap page holds {per_page:,.1f} rows. " + seed
+    return f"At {config.width:,} bytes a main-storage heap page holds {per_page:,.1f} rows. " + seed
 
 
 def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path) -> Report:

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from vacuumlab.records.toast import Span
 from vacuumlab.report.toast.data import Data
 from vacuumlab.store import Metric
 
@@ -16,17 +17,6 @@ ARM_TITLES = {
     "separate": "separate: the TOAST relation by name, and the table with PROCESS_TOAST false",
 }
 ROLE_NAMES = {"toast": "TOAST session", "table": "table session"}
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    session: str
-    start: float
-    end: float
-    category: str
-    lock_mode: str | None
-    relation: str | None
-    blocked_by: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,21 +35,11 @@ def _number(value: Any) -> float:
     return float(value)
 
 
-def _optional_text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _parse_span(raw: Any) -> Span:
-    blocked = raw.get("blocked_by") or []
-    return Span(
-        session=str(raw["session"]),
-        start=_number(raw["start"]),
-        end=_number(raw["end"]),
-        category=str(raw["category"]),
-        lock_mode=_optional_text(raw.get("lock_mode")),
-        relation=_optional_text(raw.get("relation")),
-        blocked_by=tuple(str(b) for b in blocked),
-    )
+    """The study's own record, once its times are checked: ``from_json`` would also take a
+    quoted number or a bool, which the study never writes."""
+    _number(raw["start"]), _number(raw["end"])
+    return Span.from_json(raw)
 
 
 def parse_timeline(raw: Metric) -> Timeline | None:
