@@ -31,10 +31,7 @@ def test_table_questions_read_into_records(embedded_database: str) -> None:
         rel = probes.relation_size(session, TABLE)
         assert rel.bytes >= 8192
         assert rel.oid > 0
-        dead = probes.dead_tuples(session, rel.oid)
-        assert dead is not None
-        assert dead >= 0
-        assert probes.dead_tuples(session, 0) is None
+        assert rel.pages == rel.bytes // 8192
         assert isinstance(probes.table_io(session, rel.oid), TableIo)
         [counters] = session.fetch("hot_counters", Counters, {"schema": "public", "name": "probed"})
         assert counters.n_tup_upd >= 0
@@ -52,15 +49,14 @@ def test_server_questions_read_into_records(embedded_database: str) -> None:
     with connect(embedded_database) as session:
         shown = probes.shown_settings(session)
         cost = probes.settings(session, {"vacuum_cost_limit", "vacuum_cost_page_miss"})
-        buffers = probes.shared_buffers_bytes(session)
-        facts = probes.storage_facts(session)
+        facts = probes.server_facts(session)
         start = probes.wal_position(session)
         execute(embedded_database, "CREATE TABLE walled AS SELECT generate_series(1, 1000) AS i")
         later = probes.wal_position(session, start.lsn)
     assert shown["shared_buffers"].endswith("B")  # "128MB", never "163848kB"
     assert set(cost) == {"vacuum_cost_limit", "vacuum_cost_page_miss"}
-    assert buffers > 0
-    assert buffers % 8192 == 0
+    assert facts.shared_buffers_bytes > 0
+    assert facts.shared_buffers_bytes % 8192 == 0
     assert facts.block_size == 8192
     assert facts.default_toast_compression in {"pglz", "lz4"}
     assert start.bytes_since == 0
@@ -88,12 +84,13 @@ def test_extension_views_are_read_in_their_schema(embedded_database: str) -> Non
         "UPDATE public.probed SET v = 2 WHERE id = 1",
     )
     with connect(embedded_database) as session:
-        oid = probes.relation_size(session, TABLE).oid
-        vm = probes.visibility_map(session, AWKWARD, oid)
+        rel = probes.relation_size(session, TABLE)
+        vm = probes.visibility_map(session, AWKWARD, rel.oid)
         rows = probes.fetch_in_schema(
             session, "statements", StatementTimes, AWKWARD, {"prefix": "UPDATE public.probed"}
         )
     assert isinstance(vm, VisibilityMap)
+    assert not vm.settled(rel.pages)  # never vacuumed: nothing is all-visible yet
     assert vm.all_frozen <= vm.all_visible
     assert rows
     assert all(r.calls >= 1 and r.toplevel for r in rows)

@@ -12,12 +12,10 @@ from psycopg import sql
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Params, Session, VersionTooOld
 from vacuumlab.records.probes import (
-    DeadTuples,
     LockHeld,
     RelationSize,
-    SharedBuffers,
+    ServerFacts,
     ShownSetting,
-    StorageFacts,
     TableIo,
     VisibilityMap,
     WalPosition,
@@ -44,12 +42,6 @@ def relation_size(session: Session, name: str) -> RelationSize:
     return row
 
 
-def dead_tuples(session: Session, relid: int) -> int | None:
-    """The table's n_dead_tup as the statistics system holds it; None for no such table."""
-    rows = session.fetch("dead_tuples", DeadTuples, {"relid": relid})
-    return rows[0].n_dead_tup if rows else None
-
-
 def table_io(session: Session, relid: int) -> TableIo:
     [row] = session.fetch("table_io", TableIo, {"relid": relid})
     return row
@@ -69,11 +61,6 @@ def shown_settings(session: Session) -> dict[str, str]:
     return {row.name: row.value for row in rows}
 
 
-def shared_buffers_bytes(session: Session) -> int:
-    [row] = session.fetch("shared_buffers", SharedBuffers)
-    return row.bytes
-
-
 def wal_position(session: Session, since: str | None = None) -> WalPosition:
     """The WAL insert position now, and the bytes written since position ``since``."""
     [row] = session.fetch("wal_lsn", WalPosition, {"since": since})
@@ -85,8 +72,8 @@ def holds_lock(session: Session, pid: int, relid: int) -> bool:
     return bool(session.fetch("relation_locked", LockHeld, {"pid": pid, "relid": relid}))
 
 
-def storage_facts(session: Session) -> StorageFacts:
-    [row] = session.fetch("storage_facts", StorageFacts)
+def server_facts(session: Session) -> ServerFacts:
+    [row] = session.fetch("server_facts", ServerFacts)
     return row
 
 

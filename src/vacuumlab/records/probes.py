@@ -13,12 +13,10 @@ class RelationSize:
     oid: int
     bytes: int
 
-
-@dataclass(frozen=True, slots=True)
-class DeadTuples:
-    """What the statistics system holds of a table's dead tuples (``dead_tuples.sql``)."""
-
-    n_dead_tup: int | None
+    @property
+    def pages(self) -> int:
+        """Its size in 8 kB pages (every study's server has them; toast checks)."""
+        return self.bytes // 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,22 +43,15 @@ class ShownSetting:
     """A setting as the server shows it (``shown_settings.sql``): "128MB", not "16384"."""
 
     name: str
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class SharedBuffers:
-    """shared_buffers in bytes (``shared_buffers.sql``)."""
-
-    bytes: int
+    value: str  # with its unit, as SHOW gives it
 
 
 @dataclass(frozen=True, slots=True)
 class WalPosition:
     """The WAL insert position and the bytes written since an earlier one (``wal_lsn.sql``)."""
 
-    lsn: str
-    bytes_since: int
+    lsn: str  # pg_lsn as text, "16/B374D848"
+    bytes_since: int  # 0 when no earlier position was given
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +62,13 @@ class LockHeld:
 
 
 @dataclass(frozen=True, slots=True)
-class StorageFacts:
-    """How the server stores pages and values (``storage_facts.sql``, 14+)."""
+class ServerFacts:
+    """How the server stores pages and values, and how much it caches (``server_facts.sql``)."""
 
-    block_size: int
-    data_checksums: str
-    default_toast_compression: str
+    block_size: int  # bytes per page: 8192 unless the server was built otherwise
+    data_checksums: str  # "on" or "off"
+    default_toast_compression: str | None  # PostgreSQL 14+
+    shared_buffers_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +77,7 @@ class VisibilityMap:
 
     all_visible: int
     all_frozen: int
+
+    def settled(self, pages: int) -> bool:
+        """Whether every one of the relation's ``pages`` is all-visible and all-frozen."""
+        return self.all_visible == self.all_frozen == pages

@@ -185,9 +185,8 @@ def _load_frozen(
     for attempt in range(1, FREEZE_ATTEMPTS + 1):
         s.execute(sql.SQL("VACUUM (FREEZE) {}").format(table))
         rel = probes.relation_size(s, f"{SCHEMA}.{TABLE}")
-        pages = rel.bytes // 8192
-        vm = probes.visibility_map(s, visibility, rel.oid)
-        if vm.all_visible == vm.all_frozen == pages:
+        pages = rel.pages
+        if probes.visibility_map(s, visibility, rel.oid).settled(pages):
             break
         time.sleep(0.5 * attempt)
     else:
@@ -208,7 +207,7 @@ def _delete(s: Session, table: sql.Identifier, oid: int, p: CostDriverPoint) -> 
     deleted = cur.rowcount
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        dead = probes.dead_tuples(s, oid)
+        dead = _sample(s, oid).n_dead_tup
         if dead is not None and dead >= deleted:
             break
         time.sleep(0.1)

@@ -300,7 +300,7 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         wanted = self.config.shared_buffers
         if wanted is None:
             with connect(self.target.dsn) as session:
-                return probes.shared_buffers_bytes(session)
+                return probes.server_facts(session).shared_buffers_bytes
         if self.target.sandbox is None:
             raise VacuumlabError(
                 "shared_buffers needs a restart and vacuumlab restarts only its sandbox; "
@@ -327,7 +327,7 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         if wanted is None:
             return
         with connect(self.target.dsn) as session:
-            current = probes.shared_buffers_bytes(session)
+            current = probes.server_facts(session).shared_buffers_bytes
         if current != memory_bytes(wanted):
             self.progress.message(f"restarting the sandbox with shared_buffers = {wanted}")
             self.target.apply({"shared_buffers": wanted})
@@ -375,7 +375,8 @@ def measure_point(
         if statements is not None:
             metrics |= _update_metrics(moments_delta(before, read_statements(s, statements)))
         metrics |= size_metrics(loaded, end)
-        metrics |= {"shared_buffers_bytes": probes.shared_buffers_bytes(s), "init_s": init_s}
+        memory = probes.server_facts(s).shared_buffers_bytes
+        metrics |= {"shared_buffers_bytes": memory, "init_s": init_s}
     return metrics
 
 

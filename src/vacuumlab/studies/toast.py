@@ -127,7 +127,7 @@ class ToastRun(StudyRun[ToastConfig, ToastPoint]):
                     "the toast study needs PostgreSQL 15 or later (pg_stat_force_next_flush, "
                     f"VACUUM VERBOSE's report); the server is {s.info.major}"
                 )
-            if probes.storage_facts(s).block_size != PAGE_BYTES:
+            if probes.server_facts(s).block_size != PAGE_BYTES:
                 raise VacuumlabError("the toast study assumes 8 kB pages (block_size 8192)")
             checkpoint(s)  # says now, not after the first load, if CHECKPOINT is not allowed
 
@@ -178,7 +178,7 @@ def measure_storage(target: Target, p: StoragePoint, progress: Progress) -> dict
 
 
 def _steps(s: Session, table: sql.Identifier, oid: int, notices: Notices) -> dict[str, Metric]:
-    facts = probes.storage_facts(s)
+    facts = probes.server_facts(s)
     metrics: dict[str, Metric] = {
         "compressed_values": _compressed(s, table),
         "data_checksums": facts.data_checksums,
