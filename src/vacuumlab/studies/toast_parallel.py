@@ -174,7 +174,7 @@ def _racer(
     session = stack.enter_context(work_session(target, RACE_APPLICATION_NAME, RACE))
     notices = Notices(wake)
     session.conn.add_notice_handler(notices)
-    pid = int(session.scalar("SELECT pg_backend_pid()"))
+    pid = session.conn.info.backend_pid  # known from the connection: no round trip
     return Racer(role, statement, statement.as_string(session.conn), session, notices, pid)
 
 
