@@ -189,8 +189,7 @@ def statements_schema(s: Session) -> tuple[str | None, bool]:
         if created:
             _create_extension(s)
         schema = schema or SCHEMA
-        view = sql.Identifier(schema, "pg_stat_statements")
-        s.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(view))
+        read_statements(s, schema)  # fails without the preloaded library
     except psycopg.Error:
         if created:  # created, but unusable without the preloaded library: take it back
             with contextlib.suppress(psycopg.Error):
