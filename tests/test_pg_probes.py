@@ -32,6 +32,9 @@ def test_table_questions_read_into_records(embedded_database: str) -> None:
         assert rel.bytes >= 8192
         assert rel.oid > 0
         assert rel.pages == rel.bytes // 8192
+        dead = probes.dead_tuples(session, rel.oid)
+        assert dead is not None
+        assert probes.dead_tuples(session, 0) is None
         assert isinstance(probes.table_io(session, rel.oid), TableIo)
         [counters] = session.fetch("hot_counters", Counters, {"schema": "public", "name": "probed"})
         assert counters.n_tup_upd >= 0

@@ -12,6 +12,7 @@ from psycopg import sql
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Params, Session, VersionTooOld
 from vacuumlab.records.probes import (
+    DeadTuples,
     LockHeld,
     RelationSize,
     ServerFacts,
@@ -40,6 +41,12 @@ def relation_size(session: Session, name: str) -> RelationSize:
     """The oid and main-fork size of relation ``name`` ("schema.table", quoted as needed)."""
     [row] = session.fetch("relation_size", RelationSize, {"relation": name})
     return row
+
+
+def dead_tuples(session: Session, relid: int) -> int | None:
+    """The table's n_dead_tup as the statistics system holds it; None for no such table."""
+    rows = session.fetch("dead_tuples", DeadTuples, {"relid": relid})
+    return rows[0].n_dead_tup if rows else None
 
 
 def table_io(session: Session, relid: int) -> TableIo:

@@ -20,6 +20,13 @@ class RelationSize:
 
 
 @dataclass(frozen=True, slots=True)
+class DeadTuples:
+    """What the statistics system holds of a table's dead tuples (``dead_tuples.sql``)."""
+
+    n_dead_tup: int | None  # None until the table's first statistics reach shared memory
+
+
+@dataclass(frozen=True, slots=True)
 class TableIo:
     """Heap and index blocks read and hit for one table (``table_io.sql``)."""
 

@@ -207,7 +207,7 @@ def _delete(s: Session, table: sql.Identifier, oid: int, p: CostDriverPoint) -> 
     deleted = cur.rowcount
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        dead = _sample(s, oid).n_dead_tup
+        dead = probes.dead_tuples(s, oid)
         if dead is not None and dead >= deleted:
             break
         time.sleep(0.1)
