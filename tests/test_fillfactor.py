@@ -258,15 +258,15 @@ def test_statement_delta_is_exact_without_a_reset() -> None:
         rng.gamma(3.0, 0.02, 900),
         rng.gamma(1.0, 1.0, 50),
     )
-    before = {(10, 1, "true"): moments(warmup)}
-    after = {(10, 1, "true"): moments(np.concatenate([warmup, window])),
-             (10, 2, "true"): moments(other)}  # fmt: skip
+    before = {(10, 1, True): moments(warmup)}
+    after = {(10, 1, True): moments(np.concatenate([warmup, window])),
+             (10, 2, True): moments(other)}  # fmt: skip
     delta = moments_delta(before, after)
     both = np.concatenate([window, other])
     assert delta.calls == 950
     assert delta.mean_ms == pytest.approx(both.mean(), rel=1e-9)
     assert delta.stddev_ms == pytest.approx(both.std(), rel=1e-9)
-    alone = moments_delta(before, {(10, 1, "true"): after[(10, 1, "true")]})
+    alone = moments_delta(before, {(10, 1, True): after[(10, 1, True)]})
     assert alone.stddev_ms == pytest.approx(window.std(), rel=1e-9)
     assert moments_delta(after, after).calls == 0
     assert moments_delta(after, after).mean_ms is None

@@ -249,7 +249,8 @@ def test_foreign_snapshots_are_refused(raw: object, message: str) -> None:
 
 
 #: Values for the parameters a query file takes: pg_class has an oid every server knows.
-PARAMS = {"relid": 1259, "name": "pgstattuple"}
+PARAMS = {"relid": 1259, "name": "pgstattuple", "relation": "pg_class", "names": ["autovacuum"],
+          "since": None, "pid": 0, "schema": "pg_catalog", "prefix": "SELECT"}  # fmt: skip
 
 
 def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
@@ -263,6 +264,8 @@ def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
             for v in usable:
                 text = queries._text(queries._catalog()[name][v])
                 assert text.startswith("--"), f"{name} {v}: first line must say what changed"
+                if "{schema}" in text:  # an extension's view: tests/test_pg_probes.py
+                    continue
                 params = {k: v for k, v in PARAMS.items() if f"%({k})s" in text} or None
                 try:
                     session.query(text, dict, params)  # type: ignore[arg-type]

@@ -13,9 +13,9 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect import probes
 from vacuumlab.lab.progress import Progress, Silent
 from vacuumlab.lab.targets import run_directory
-from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.params import Config
@@ -76,7 +76,7 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
     #: The study's config record; ``--resume`` rebuilds it from the stored parameters.
     config_type: ClassVar[type[Config]]
     #: Tables the study creates in schema ``vacuumlab``; dropped at the end on a named server.
-    tables: tuple[str, ...] = ()
+    tables: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -165,10 +165,14 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
     def _create_run(self) -> int:
         with connect(self.target.dsn) as session:
             version = session.info.version
-            settings = shown_settings(session)
+            settings = probes.shown_settings(session)
         return self.store.create_run(
             self.study, self.params(), server_version=version, settings=settings
         )
+
+    def own_tables(self) -> tuple[str, ...]:
+        """The tables this run creates: ``tables``, unless they depend on the config."""
+        return self.tables
 
     def _clean_up(self) -> None:
         """On a named server, drop the study's tables, and its schema when nothing else is
@@ -176,7 +180,7 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
         if self.target.sandbox is not None:
             return
         with work_session(self.target.dsn) as session:
-            for table in self.tables:
+            for table in self.own_tables():
                 session.execute(
                     sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(SCHEMA, table))
                 )
@@ -189,17 +193,3 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
 def work_session(dsn: str, application_name: str = "vacuumlab") -> Session:
     """A writing session for a study's own statements (set-up, load, vacuum)."""
     return connect(dsn, read_only=False, timeouts=WORK, application_name=application_name)
-
-
-def shown_settings(session: Session) -> dict[str, str]:
-    """The settings vacuum depends on, as the server shows them (``SHOW``): "128MB", not the
-    raw 16384 with its unit "8kB" appended."""
-    names = [row["name"] for row in session.fetch("settings", dict)]
-    rows = session.query(_SHOWN, dict, [names])
-    return {row["name"]: row["value"] for row in rows}
-
-
-_SHOWN = queries.tag(
-    "SELECT name, current_setting(name) AS value FROM unnest(%s::text[]) AS name",
-    "shown_settings",
-)

@@ -105,3 +105,31 @@ class FillfactorPoint(Params):
     size: Size
     fillfactor: int
     scale: int
+
+
+@dataclass(frozen=True, slots=True)
+class Counters:
+    """pgbench_accounts' cumulative counters and sizes at one moment (``hot_counters.sql``)."""
+
+    n_tup_upd: int
+    n_tup_hot_upd: int
+    n_tup_newpage_upd: int | None  # PostgreSQL 16+
+    autovacuum_count: int
+    heap_blks_hit: int
+    heap_blks_read: int
+    idx_blks_hit: int
+    idx_blks_read: int
+    heap_bytes: int
+    index_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatementTimes:
+    """One pg_stat_statements entry's calls and timings (``statements.sql``)."""
+
+    userid: int
+    queryid: int
+    toplevel: bool
+    calls: int
+    total_exec_time: float
+    stddev_exec_time: float

@@ -25,6 +25,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect import probes
 from vacuumlab.collect.sampler import Sample, Sampler, autovacuum_runs
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.progress import Progress
@@ -280,7 +281,7 @@ def _create_table(dsn: str, backlog: int) -> None:
 
 def _table_oid(dsn: str) -> int:
     with connect(dsn) as session:
-        return int(session.scalar("SELECT %s::regclass::oid::bigint", [f"{SCHEMA}.{TABLE}"]))
+        return probes.relation_size(session, f"{SCHEMA}.{TABLE}").oid
 
 
 @dataclass(frozen=True, slots=True)

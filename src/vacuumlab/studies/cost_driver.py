@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect import probes
 from vacuumlab.collect.sampler import Sample
 from vacuumlab.collect.vacuum_log import VacuumReport, parse_report, reports_in_log
 from vacuumlab.errors import VacuumlabError
@@ -31,11 +32,13 @@ from vacuumlab.lab.progress import Progress
 from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun
 from vacuumlab.model.cost import CostSettings, throttle_seconds, vacuum_cost
 from vacuumlab.pg.connect import Session, VersionTooOld, connect
+from vacuumlab.pg.extensions import extension_schema
 from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint, Distribution
+from vacuumlab.records.probes import TableIo
 from vacuumlab.records.snapshot import IoRow, Wal
 from vacuumlab.studies.cost_driver_spec import STUDY
-from vacuumlab.studies.shared import checkpoint
+from vacuumlab.studies.shared import checkpoint, recreate
 
 TABLE = "bench_table"
 #: Autoanalyze must not run inside the measurement: a threshold it cannot reach.
@@ -97,7 +100,7 @@ class CostDriverRun(StudyRun[CostDriverConfig, CostDriverPoint]):
     def validate(self) -> None:
         self.target.check({"autovacuum_naptime": "1s"})
         with connect(self.target.dsn, read_only=False) as session:
-            _visibility_function(session)  # installs pg_visibility, or says why it cannot
+            _visibility_schema(session)  # installs pg_visibility, or says why it cannot
 
     def prepare(self) -> None:
         self.target.apply({"autovacuum_naptime": "1s"})
@@ -121,36 +124,39 @@ def measure_point(target: Target, p: CostDriverPoint, progress: Progress) -> dic
     """Set up the table for point ``p``, measure one vacuum of it, return the metrics."""
     with connect(target.dsn, read_only=False, application_name="vacuumlab-cost-driver") as s:
         s.conn.execute("SET statement_timeout = 0")  # loading and vacuuming take their time
-        visibility = _visibility_function(s)
+        visibility = _visibility_schema(s)
         table = sql.Identifier(SCHEMA, TABLE)
         progress.message(f"loading {p.rows:,} rows and freezing them")
-        heap_pages, attempts = _load_frozen(s, table, visibility, p.rows, p.indexes)
-        deleted = _delete(s, table, p)
-        before_vm = _vm_summary(s, table, visibility)
+        heap_pages, attempts, oid = _load_frozen(s, table, visibility, p.rows, p.indexes)
+        deleted = _delete(s, table, oid, p)
+        before_vm = probes.visibility_map(s, visibility, oid)
         metrics: dict[str, Any] = {
             "heap_pages": heap_pages,
             "dead_tuples": deleted,
-            "dirty_pages": heap_pages - before_vm[0],
-            "dirty_pct": 100 * (heap_pages - before_vm[0]) / heap_pages if heap_pages else None,
-            "vm_all_visible_before": before_vm[0],
-            "vm_all_frozen_before": before_vm[1],
+            "dirty_pages": heap_pages - before_vm.all_visible,
+            "dirty_pct": (
+                100 * (heap_pages - before_vm.all_visible) / heap_pages if heap_pages else None
+            ),
+            "vm_all_visible_before": before_vm.all_visible,
+            "vm_all_frozen_before": before_vm.all_frozen,
             "freeze_attempts": attempts,
         }
         checkpoint(s)
         if target.sandbox is not None:
             _reset_shared_counters(s)
-        before = _Counters.read(s)
+        before = _Counters.read(s, oid)
         if p.mode == "manual":
-            report, wall, elapsed = _manual_vacuum(s, table)
+            report, wall, elapsed = _manual_vacuum(s, table, oid)
             metrics |= {"duration_wall_s": wall, "duration_stats_s": elapsed}
         else:
-            report, wall, stats_s = _autovacuum(s, table, target)
+            report, wall, stats_s = _autovacuum(s, table, oid, target)
             metrics |= {"duration_wall_s": wall, "duration_stats_s": stats_s}
         checkpoint(s)  # so the writes vacuum left to the checkpointer are counted
-        after = _Counters.read(s)
-        after_vm = _vm_summary(s, table, visibility)
-        settings = _cost_settings(s)
-    metrics |= {"vm_all_visible_after": after_vm[0], "vm_all_frozen_after": after_vm[1]}
+        after = _Counters.read(s, oid)
+        after_vm = probes.visibility_map(s, visibility, oid)
+        settings = probes.settings(s, COST_SETTINGS)
+    metrics |= {"vm_all_visible_after": after_vm.all_visible}
+    metrics |= {"vm_all_frozen_after": after_vm.all_frozen}
     metrics |= before.delta(after)
     metrics |= _report_metrics(report)
     metrics |= _cost_metrics(settings, report, manual=p.mode == "manual")
@@ -158,17 +164,18 @@ def measure_point(target: Target, p: CostDriverPoint, progress: Progress) -> dic
 
 
 def _load_frozen(
-    s: Session, table: sql.Identifier, visibility: sql.Composable, rows: int, indexes: int
-) -> tuple[int, int]:
+    s: Session, table: sql.Identifier, visibility: str, rows: int, indexes: int
+) -> tuple[int, int, int]:
     """Recreate and fill the table, freeze it until every page is all-visible and
-    all-frozen (a snapshot open elsewhere can stop that: retry), then build the indexes."""
-    s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
-    s.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
-    s.execute(
+    all-frozen (a snapshot open elsewhere can stop that: retry), then build the indexes.
+    Returns its pages, the attempts and its oid."""
+    recreate(
+        s,
+        table,
         sql.SQL(
-            "CREATE TABLE {} (id integer NOT NULL, val integer NOT NULL DEFAULT 0,"
-            " padding text NOT NULL) WITH (autovacuum_enabled = false)"
-        ).format(table)
+            "(id integer NOT NULL, val integer NOT NULL DEFAULT 0, padding text NOT NULL)"
+            " WITH (autovacuum_enabled = false)"
+        ),
     )
     s.execute(
         sql.SQL(
@@ -177,9 +184,9 @@ def _load_frozen(
     )
     for attempt in range(1, FREEZE_ATTEMPTS + 1):
         s.execute(sql.SQL("VACUUM (FREEZE) {}").format(table))
-        pages = int(s.scalar(sql.SQL("SELECT pg_relation_size({}) / 8192").format(_regclass())))
-        visible, frozen = _vm_summary(s, table, visibility)
-        if visible == frozen == pages:
+        rel = probes.relation_size(s, f"{SCHEMA}.{TABLE}")
+        pages = rel.pages
+        if probes.visibility_map(s, visibility, rel.oid).settled(pages):
             break
         time.sleep(0.5 * attempt)
     else:
@@ -189,14 +196,10 @@ def _load_frozen(
         )
     for _ in range(indexes):
         s.execute(sql.SQL("CREATE INDEX ON {} (id)").format(table))
-    return pages, attempt
+    return pages, attempt, rel.oid
 
 
-def _regclass() -> sql.Composed:
-    return sql.SQL("{}::regclass").format(sql.Literal(f"{SCHEMA}.{TABLE}"))
-
-
-def _delete(s: Session, table: sql.Identifier, p: CostDriverPoint) -> int:
+def _delete(s: Session, table: sql.Identifier, oid: int, p: CostDriverPoint) -> int:
     """Delete the point's rows, then wait until the statistics system has the dead tuples
     (a backend flushes its counts asynchronously; autovacuum reads them from there)."""
     predicate = delete_predicate(p.distribution, p.dead_pct, p.rows)
@@ -204,30 +207,16 @@ def _delete(s: Session, table: sql.Identifier, p: CostDriverPoint) -> int:
     deleted = cur.rowcount
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        dead = s.scalar(
-            sql.SQL("SELECT n_dead_tup FROM pg_stat_all_tables WHERE relid = {}").format(
-                _regclass()
-            )
-        )
+        dead = probes.dead_tuples(s, oid)
         if dead is not None and dead >= deleted:
             break
         time.sleep(0.1)
     return deleted
 
 
-def _vm_summary(s: Session, table: sql.Identifier, function: sql.Composable) -> tuple[int, int]:
-    row = s.conn.execute(
-        sql.SQL("SELECT all_visible, all_frozen FROM {}({})").format(function, _regclass())
-    ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
-
-
-def _visibility_function(s: Session) -> sql.Composable:
-    """``pg_visibility_map_summary``, installing pg_visibility in schema vacuumlab if needed."""
-    schema = s.scalar(
-        "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'pg_visibility'"
-    )
+def _visibility_schema(s: Session) -> str:
+    """The schema of pg_visibility, installing it in schema vacuumlab if needed."""
+    schema = extension_schema(s, "pg_visibility")
     if schema is None:
         try:
             s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
@@ -239,7 +228,7 @@ def _visibility_function(s: Session) -> sql.Composable:
                 f"the study needs the pg_visibility extension: {exc.diag.message_primary}"
             ) from None
         schema = SCHEMA
-    return sql.Identifier(str(schema).strip('"'), "pg_visibility_map_summary")
+    return schema
 
 
 def _reset_shared_counters(s: Session) -> None:
@@ -252,23 +241,16 @@ def _reset_shared_counters(s: Session) -> None:
             s.execute("SELECT pg_stat_reset_shared(%s)", [name])
 
 
-def _cost_settings(s: Session) -> dict[str, str]:
-    rows = s.conn.execute(
-        "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)", [list(COST_SETTINGS)]
-    ).fetchall()
-    return {str(name): str(value) for name, value in rows}
-
-
 # -- the vacuum itself ---------------------------------------------------------------------------
 
 
 def _autovacuum(
-    s: Session, table: sql.Identifier, target: Target
+    s: Session, table: sql.Identifier, oid: int, target: Target
 ) -> tuple[VacuumReport | None, float, float | None]:
     """Let autovacuum take the table, wait for it, and read its own account."""
     log_offset = _log_size(target)
     start = s.scalar("SELECT clock_timestamp()")
-    counters = _sample(s)
+    counters = _sample(s, oid)
     clock = time.monotonic()
     s.execute(
         sql.SQL(
@@ -277,7 +259,7 @@ def _autovacuum(
         ).format(table, sql.Literal(NO_ANALYZE))
     )
     while True:
-        sample = _sample(s)
+        sample = _sample(s, oid)
         if (
             sample.last_autovacuum is not None
             and sample.last_autovacuum > start
@@ -298,8 +280,7 @@ def _autovacuum(
     return _logged_report(target, log_offset, s.info.database), wall, stats_s
 
 
-def _sample(s: Session) -> Sample:
-    oid = s.scalar(sql.SQL("SELECT {}::oid::bigint").format(_regclass()))
+def _sample(s: Session, oid: int) -> Sample:
     [sample] = s.fetch("sampler", Sample, {"relid": oid})
     return sample
 
@@ -331,7 +312,7 @@ def _logged_report(target: Target, offset: int | None, database: str) -> VacuumR
 
 
 def _manual_vacuum(
-    s: Session, table: sql.Identifier
+    s: Session, table: sql.Identifier, oid: int
 ) -> tuple[VacuumReport | None, float, float | None]:
     """The same work by hand, unthrottled: VACUUM (VERBOSE, PARALLEL 0), cost delay 0.
 
@@ -339,7 +320,7 @@ def _manual_vacuum(
     to itself, and only a backend that ends (or idles) hands them to the statistics system.
     """
     notices: list[str] = []
-    before = _statio(s)
+    before = probes.table_io(s, oid)
     with connect(s.dsn, read_only=False, application_name="vacuumlab-cost-driver") as own:
         own.conn.add_notice_handler(lambda n: notices.append(n.message_primary or ""))
         own.execute("SET statement_timeout = 0")
@@ -348,24 +329,11 @@ def _manual_vacuum(
         own.execute(sql.SQL("VACUUM (VERBOSE, PARALLEL 0) {}").format(table))
         wall = time.monotonic() - clock
     deadline = time.monotonic() + 5
-    while _statio(s) == before and time.monotonic() < deadline:
+    while probes.table_io(s, oid) == before and time.monotonic() < deadline:
         time.sleep(0.05)
     finished = [n for n in notices if n.startswith("finished vacuuming") and f'.{TABLE}"' in n]
     report = parse_report(finished[-1]) if finished else None
     return report, wall, report.elapsed_s if report else None
-
-
-def _statio(s: Session) -> tuple[int, int, int, int]:
-    """Heap and index blocks read and hit for the table (pg_statio_all_tables)."""
-    row = s.conn.execute(
-        sql.SQL(
-            "SELECT coalesce(heap_blks_read, 0), coalesce(heap_blks_hit, 0),"
-            " coalesce(idx_blks_read, 0), coalesce(idx_blks_hit, 0)"
-            " FROM pg_statio_all_tables WHERE relid = {}"
-        ).format(_regclass())
-    ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
 
 # -- counters ------------------------------------------------------------------------------------
@@ -375,28 +343,21 @@ def _statio(s: Session) -> tuple[int, int, int, int]:
 class _Counters:
     """Cumulative counters read before and after a vacuum; the metrics are the differences."""
 
-    statio: tuple[int, int, int, int]
+    statio: TableIo
     io: list[IoRow] | None
     wal: Wal | None
 
     @classmethod
-    def read(cls, s: Session) -> _Counters:
+    def read(cls, s: Session, oid: int) -> _Counters:
         try:
             io: list[IoRow] | None = s.fetch("io", IoRow)
         except VersionTooOld:
             io = None
         [wal] = s.fetch("wal", Wal)
-        return cls(_statio(s), io, wal)
+        return cls(probes.table_io(s, oid), io, wal)
 
     def delta(self, after: _Counters) -> dict[str, Any]:
-        statio = [a - b for a, b in zip(after.statio, self.statio, strict=True)]
-        metrics: dict[str, Any] = dict(
-            zip(
-                ("heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit"),
-                statio,
-                strict=True,
-            )
-        )
+        metrics: dict[str, Any] = dict(after.statio.minus(self.statio))
         metrics |= _io_delta(self.io, after.io)
         if self.wal and after.wal and self.wal.wal_bytes is not None and after.wal.wal_bytes:
             metrics |= {

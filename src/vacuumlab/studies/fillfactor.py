@@ -31,14 +31,21 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.progress import Progress
 from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun, work_session
-from vacuumlab.pg import pgbench, queries
+from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import Session, Timeouts, connect
+from vacuumlab.pg.extensions import extension_schema
 from vacuumlab.pg.target import Target
-from vacuumlab.records.fillfactor import FillfactorConfig, FillfactorPoint, memory_bytes
-from vacuumlab.store import Store
+from vacuumlab.records.fillfactor import (
+    Counters,
+    FillfactorConfig,
+    FillfactorPoint,
+    StatementTimes,
+    memory_bytes,
+)
 from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
@@ -145,7 +152,7 @@ class Moments:
 
 
 NO_CALLS = Moments(0, 0.0, 0.0)
-StatementKey = tuple[int, int, str]  # userid, queryid, toplevel
+StatementKey = tuple[int, int, bool]  # userid, queryid, toplevel
 
 
 def moments_delta(
@@ -159,45 +166,36 @@ def moments_delta(
     return total
 
 
-def _statements_query(view: sql.Composable) -> sql.Composed:
-    text = queries.tag(
-        "SELECT userid::bigint, queryid, coalesce(to_jsonb(s) ->> 'toplevel', 'true'), calls,"
-        " total_exec_time, stddev_exec_time FROM {} s WHERE dbid = (SELECT oid FROM pg_database"
-        " WHERE datname = current_database()) AND starts_with(query, %s)",
-        "fillfactor_statements",
-    )
-    return sql.SQL(text).format(view)
-
-
-def read_statements(s: Session, view: sql.Composable) -> dict[StatementKey, Moments]:
-    rows = s.conn.execute(_statements_query(view), [UPDATE_PREFIX]).fetchall()
+def read_statements(s: Session, schema: str) -> dict[StatementKey, Moments]:
+    """The UPDATE's entries in pg_stat_statements, which lives in ``schema``."""
+    params = {"prefix": UPDATE_PREFIX}
+    rows = probes.fetch_in_schema(s, "statements", StatementTimes, schema, params)
     return {
-        (int(user), int(query), str(top)): Moments(int(calls), float(total), float(sd) ** 2 * calls)
-        for user, query, top, calls, total, sd in rows
+        (r.userid, r.queryid, r.toplevel): Moments(
+            r.calls, r.total_exec_time, r.stddev_exec_time**2 * r.calls
+        )
+        for r in rows
     }
 
 
-def statements_view(s: Session) -> tuple[sql.Composable | None, bool]:
-    """pg_stat_statements, installed in schema vacuumlab when the database lacks it; and
-    whether the study created it. (None, False) when the server cannot provide it (not in
-    shared_preload_libraries, or no right to create it): the UPDATE time is then not
-    measured, and the run goes on."""
-    schema = s.scalar(
-        "SELECT extnamespace::regnamespace::text FROM pg_extension"
-        " WHERE extname = 'pg_stat_statements'"
-    )
+def statements_schema(s: Session) -> tuple[str | None, bool]:
+    """The schema of pg_stat_statements, installed in schema vacuumlab when the database
+    lacks it; and whether the study created it. (None, False) when the server cannot provide
+    it (not in shared_preload_libraries, or no right to create it): the UPDATE time is then
+    not measured, and the run goes on."""
+    schema = extension_schema(s, "pg_stat_statements")
     created = schema is None
     try:
         if created:
             _create_extension(s)
-        view = sql.Identifier(str(schema or SCHEMA).strip('"'), "pg_stat_statements")
-        s.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(view))
+        schema = schema or SCHEMA
+        read_statements(s, schema)  # fails without the preloaded library
     except psycopg.Error:
         if created:  # created, but unusable without the preloaded library: take it back
             with contextlib.suppress(psycopg.Error):
                 s.execute("DROP EXTENSION IF EXISTS pg_stat_statements")
         return None, False
-    return view, created
+    return schema, created
 
 
 def _create_extension(s: Session) -> None:
@@ -210,43 +208,8 @@ def _create_extension(s: Session) -> None:
 # -- table counters --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Counters:
-    """pgbench_accounts' cumulative counters and sizes at one moment."""
-
-    n_tup_upd: int
-    n_tup_hot_upd: int
-    n_tup_newpage_upd: int | None  # PostgreSQL 16+
-    autovacuum_count: int
-    heap_blks_hit: int
-    heap_blks_read: int
-    idx_blks_hit: int
-    idx_blks_read: int
-    heap_bytes: int
-    index_bytes: int
-
-
-#: One query for every version: n_tup_newpage_upd (16+) is read by name from the row as JSON,
-#: NULL where the column does not exist.
-_COUNTERS = queries.tag(
-    """SELECT s.n_tup_upd, s.n_tup_hot_upd,
-       (to_jsonb(s) ->> 'n_tup_newpage_upd')::bigint AS n_tup_newpage_upd, s.autovacuum_count,
-       coalesce(io.heap_blks_hit, 0) AS heap_blks_hit,
-       coalesce(io.heap_blks_read, 0) AS heap_blks_read,
-       coalesce(io.idx_blks_hit, 0) AS idx_blks_hit,
-       coalesce(io.idx_blks_read, 0) AS idx_blks_read,
-       pg_relation_size(c.oid) AS heap_bytes, pg_indexes_size(c.oid) AS index_bytes
-  FROM pg_class c
-  JOIN pg_namespace n ON n.oid = c.relnamespace
-  JOIN pg_stat_all_tables s ON s.relid = c.oid
-  JOIN pg_statio_all_tables io ON io.relid = c.oid
- WHERE n.nspname = %s AND c.relname = %s""",
-    "fillfactor_counters",
-)
-
-
 def read_counters(s: Session) -> Counters:
-    [row] = s.query(_COUNTERS, Counters, [SCHEMA, ACCOUNTS])
+    [row] = s.fetch("hot_counters", Counters, {"schema": SCHEMA, "name": ACCOUNTS})
     return row
 
 
@@ -312,18 +275,11 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
     config_type = FillfactorConfig
     tables = PGBENCH_TABLES
 
-    def __init__(
-        self,
-        config: FillfactorConfig,
-        target: Target,
-        store: Store,
-        progress: Progress | None = None,
-        run_id: int | None = None,
-    ) -> None:
-        super().__init__(config, target, store, progress, run_id)
-        self.memory = 0
-        self._view: sql.Composable | None = None
-        self._created_extension = False
+    #: shared_buffers in bytes, the schema of pg_stat_statements (None: not measured) and
+    #: whether the study installed it: each learnt in validate().
+    memory = 0
+    _statements: str | None = None
+    _created_extension = False
 
     def describe(self) -> str:
         return describe(self.config)
@@ -332,8 +288,8 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         self.config.check()
         self.memory = self._memory()
         with connect(self.target.dsn, read_only=False) as session:
-            self._view, self._created_extension = statements_view(session)
-        if self._view is None:
+            self._statements, self._created_extension = statements_schema(session)
+        if self._statements is None:
             self.progress.message(
                 "pg_stat_statements is not available: the UPDATE time is not measured"
             )
@@ -343,7 +299,7 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         wanted = self.config.shared_buffers
         if wanted is None:
             with connect(self.target.dsn) as session:
-                return int(session.scalar(_MEMORY_NOW))
+                return probes.server_facts(session).shared_buffers_bytes
         if self.target.sandbox is None:
             raise VacuumlabError(
                 "shared_buffers needs a restart and vacuumlab restarts only its sandbox; "
@@ -370,7 +326,7 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         if wanted is None:
             return
         with connect(self.target.dsn) as session:
-            current = int(session.scalar(_MEMORY_NOW))
+            current = probes.server_facts(session).shared_buffers_bytes
         if current != memory_bytes(wanted):
             self.progress.message(f"restarting the sandbox with shared_buffers = {wanted}")
             self.target.apply({"shared_buffers": wanted})
@@ -383,8 +339,8 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         )
 
     def measure_point(self, planned: Planned[FillfactorPoint]) -> Measured:
-        point, view = planned.point, self._view
-        return Measured(measure_point(self.target, self.config, point, view, self.progress))
+        point, schema = planned.point, self._statements
+        return Measured(measure_point(self.target, self.config, point, schema, self.progress))
 
     def _clean_up(self) -> None:
         """On a named server, also remove pg_stat_statements if the study installed it."""
@@ -394,9 +350,6 @@ class FillfactorRun(StudyRun[FillfactorConfig, FillfactorPoint]):
         super()._clean_up()
 
 
-_MEMORY_NOW = queries.tag("SELECT pg_size_bytes(current_setting('shared_buffers'))", "memory")
-
-
 # -- one point -------------------------------------------------------------------------------
 
 
@@ -404,7 +357,7 @@ def measure_point(
     target: Target,
     config: FillfactorConfig,
     p: FillfactorPoint,
-    view: sql.Composable | None,
+    statements: str | None,
     progress: Progress,
 ) -> dict[str, Any]:
     """Load fresh tables for point ``p``, warm up, measure; return the metrics."""
@@ -415,13 +368,14 @@ def measure_point(
         start = loaded
         if config.warmup:
             start = _pgbench_window(s, target, config, config.warmup, loaded)[0]
-        statements = read_statements(s, view) if view is not None else {}
+        before = read_statements(s, statements) if statements is not None else {}
         end, output = _pgbench_window(s, target, config, config.seconds - config.warmup, start)
         metrics = _summary(output, config) | counter_metrics(start, end)
-        if view is not None:
-            metrics |= _update_metrics(moments_delta(statements, read_statements(s, view)))
+        if statements is not None:
+            metrics |= _update_metrics(moments_delta(before, read_statements(s, statements)))
         metrics |= size_metrics(loaded, end)
-        metrics |= {"shared_buffers_bytes": int(s.scalar(_MEMORY_NOW)), "init_s": init_s}
+        memory = probes.server_facts(s).shared_buffers_bytes
+        metrics |= {"shared_buffers_bytes": memory, "init_s": init_s}
     return metrics
 
 

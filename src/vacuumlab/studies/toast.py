@@ -45,13 +45,14 @@ from typing import Any
 
 from psycopg import sql
 
+from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.progress import Progress
 from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun
 from vacuumlab.pg.connect import Session
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ParallelPoint, StoragePoint, ToastConfig, ToastPoint
-from vacuumlab.store import Metric, Store
+from vacuumlab.store import Metric
 from vacuumlab.studies.shared import checkpoint
 from vacuumlab.studies.toast_parallel import PARALLEL_TABLE, measure_parallel
 from vacuumlab.studies.toast_spec import (
@@ -105,17 +106,9 @@ class ToastRun(StudyRun[ToastConfig, ToastPoint]):
     study = STUDY
     config_type = ToastConfig
 
-    def __init__(
-        self,
-        config: ToastConfig,
-        target: Target,
-        store: Store,
-        progress: Progress | None = None,
-        run_id: int | None = None,
-    ) -> None:
-        super().__init__(config, target, store, progress, run_id)
-        names = [table_name(s, t) for s, t in config.variants()]
-        self.tables = (*names, PARALLEL_TABLE)
+    def own_tables(self) -> tuple[str, ...]:
+        names = [table_name(s, t) for s, t in self.config.variants()]
+        return (*names, PARALLEL_TABLE)
 
     def describe(self) -> str:
         return describe(self.config)
@@ -134,7 +127,7 @@ class ToastRun(StudyRun[ToastConfig, ToastPoint]):
                     "the toast study needs PostgreSQL 15 or later (pg_stat_force_next_flush, "
                     f"VACUUM VERBOSE's report); the server is {s.info.major}"
                 )
-            if int(s.scalar("SELECT current_setting('block_size')::int")) != PAGE_BYTES:
+            if probes.server_facts(s).block_size != PAGE_BYTES:
                 raise VacuumlabError("the toast study assumes 8 kB pages (block_size 8192)")
             checkpoint(s)  # says now, not after the first load, if CHECKPOINT is not allowed
 
@@ -185,10 +178,11 @@ def measure_storage(target: Target, p: StoragePoint, progress: Progress) -> dict
 
 
 def _steps(s: Session, table: sql.Identifier, oid: int, notices: Notices) -> dict[str, Metric]:
+    facts = probes.server_facts(s)
     metrics: dict[str, Metric] = {
         "compressed_values": _compressed(s, table),
-        "data_checksums": str(s.scalar("SELECT current_setting('data_checksums')")),
-        "default_toast_compression": str(s.scalar("SHOW default_toast_compression")),
+        "data_checksums": facts.data_checksums,
+        "default_toast_compression": facts.default_toast_compression,
     }
     metrics |= stage(s, oid, "loaded")
     metrics |= update(s, table)
@@ -220,7 +214,7 @@ def update(s: Session, table: sql.Identifier) -> dict[str, Metric]:
     and WAL from EXPLAIN (ANALYZE, BUFFERS, WAL): the same counters as pg_stat_wal, for this
     statement alone. TIMING FALSE keeps the per-row clock reads out of the time."""
     checkpoint(s)
-    lsn = s.scalar("SELECT pg_current_wal_lsn()::text")
+    lsn = probes.wal_position(s).lsn
     clock = time.monotonic()
     raw = s.scalar(
         sql.SQL(
@@ -228,8 +222,8 @@ def update(s: Session, table: sql.Identifier) -> dict[str, Metric]:
         ).format(table)
     )
     wall = time.monotonic() - clock
-    moved = s.scalar("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)::bigint", [lsn])
-    return _plan_metrics(json.loads(raw) if isinstance(raw, str) else raw, wall, int(moved))
+    moved = probes.wal_position(s, lsn).bytes_since
+    return _plan_metrics(json.loads(raw) if isinstance(raw, str) else raw, wall, moved)
 
 
 def _plan_metrics(explained: Any, wall: float, moved: int) -> dict[str, Metric]:

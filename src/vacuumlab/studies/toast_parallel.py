@@ -18,6 +18,7 @@ from typing import Any
 
 from psycopg import sql
 
+from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.progress import Progress
 from vacuumlab.lab.run import SCHEMA
@@ -173,7 +174,7 @@ def _racer(
     session = stack.enter_context(work_session(target, RACE_APPLICATION_NAME, RACE))
     notices = Notices(wake)
     session.conn.add_notice_handler(notices)
-    pid = int(session.scalar("SELECT pg_backend_pid()"))
+    pid = session.conn.info.backend_pid  # known from the connection: no round trip
     return Racer(role, statement, statement.as_string(session.conn), session, notices, pid)
 
 
@@ -190,9 +191,8 @@ def _run_and_sample(
 def _await_lock(sampler: Session, racer: Racer, oid: int) -> None:
     """Until the racer holds a lock on the relation, or ends, or LOCK_WAIT_S pass."""
     deadline = time.monotonic() + LOCK_WAIT_S
-    query = "SELECT 1 FROM pg_locks WHERE pid = %s AND relation = %s::bigint::oid AND granted"
     while racer.running and time.monotonic() < deadline:
-        if sampler.scalar(query, [racer.pid, oid]) is not None:
+        if probes.holds_lock(sampler, racer.pid, oid):
             return
         time.sleep(0.001)
 

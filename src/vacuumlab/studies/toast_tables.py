@@ -13,12 +13,14 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
+from vacuumlab.collect import probes
 from vacuumlab.collect.vacuum_log import VacuumReport, parse_report
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.run import SCHEMA, WORK
+from vacuumlab.lab.run import WORK
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.store import Metric
+from vacuumlab.studies.shared import recreate
 from vacuumlab.studies.toast_spec import (
     DEFAULT_TOAST_TUPLE_TARGET,
     PARTS,
@@ -132,13 +134,13 @@ def build(
     cannot shrink by the 25 % it requires (common/pg_lzcompress.c, min_comp_rate)."""
     if storage not in STORAGES:  # it becomes a keyword in the statement below
         raise VacuumlabError(f"unknown storage {storage!r}")
-    s.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
-    s.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(table))
-    s.execute(
+    recreate(
+        s,
+        table,
         sql.SQL(
-            "CREATE TABLE {} (id integer, age integer, name text) WITH (autovacuum_enabled ="
-            " false, toast.autovacuum_enabled = false{})"
-        ).format(table, _target_option(toast_tuple_target))
+            "(id integer, age integer, name text) WITH (autovacuum_enabled = false,"
+            " toast.autovacuum_enabled = false{})"
+        ).format(_target_option(toast_tuple_target)),
     )
     s.execute(
         sql.SQL("ALTER TABLE {} ALTER COLUMN name SET STORAGE {}").format(
@@ -146,7 +148,7 @@ def build(
         )
     )
     s.execute(_fill(table, rows, width))
-    return int(s.scalar("SELECT %s::regclass::oid::bigint", [table.as_string(s.conn)]))
+    return probes.relation_size(s, table.as_string(s.conn)).oid
 
 
 def _target_option(toast_tuple_target: int) -> sql.Composable:

@@ -1,0 +1,99 @@
+"""collect/probes.py: each small monitoring question, asked of the real embedded server, comes
+back as its record."""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from conftest import execute
+from vacuumlab.collect import probes
+from vacuumlab.pg.connect import connect
+from vacuumlab.records.fillfactor import Counters, StatementTimes
+from vacuumlab.records.probes import TableIo, VisibilityMap
+
+AWKWARD = 'Odd "schema"'
+TABLE = "public.probed"
+
+
+def _probed(dsn: str) -> None:
+    execute(
+        dsn,
+        "CREATE TABLE public.probed (id integer PRIMARY KEY, v integer)",
+        "INSERT INTO public.probed SELECT i, 0 FROM generate_series(1, 1000) i",
+        "UPDATE public.probed SET v = 1 WHERE id <= 100",
+        "SELECT pg_stat_force_next_flush()",
+    )
+
+
+def test_table_questions_read_into_records(embedded_database: str) -> None:
+    _probed(embedded_database)
+    with connect(embedded_database) as session:
+        rel = probes.relation_size(session, TABLE)
+        assert rel.bytes >= 8192
+        assert rel.oid > 0
+        assert rel.pages == rel.bytes // 8192
+        dead = probes.dead_tuples(session, rel.oid)
+        assert dead is not None
+        assert probes.dead_tuples(session, 0) is None
+        assert isinstance(probes.table_io(session, rel.oid), TableIo)
+        [counters] = session.fetch("hot_counters", Counters, {"schema": "public", "name": "probed"})
+        assert counters.n_tup_upd >= 0
+        assert counters.heap_bytes == rel.bytes
+        assert counters.n_tup_newpage_upd is not None  # PostgreSQL 16+
+
+
+def test_table_io_counts_the_difference(embedded_database: str) -> None:
+    before = TableIo(1, 2, 3, 4)
+    after = TableIo(11, 12, 13, 14)
+    assert set(after.minus(before).values()) == {10}
+
+
+def test_server_questions_read_into_records(embedded_database: str) -> None:
+    with connect(embedded_database) as session:
+        shown = probes.shown_settings(session)
+        cost = probes.settings(session, {"vacuum_cost_limit", "vacuum_cost_page_miss"})
+        facts = probes.server_facts(session)
+        start = probes.wal_position(session)
+        execute(embedded_database, "CREATE TABLE walled AS SELECT generate_series(1, 1000) AS i")
+        later = probes.wal_position(session, start.lsn)
+    assert shown["shared_buffers"].endswith("B")  # "128MB", never "163848kB"
+    assert set(cost) == {"vacuum_cost_limit", "vacuum_cost_page_miss"}
+    assert facts.shared_buffers_bytes > 0
+    assert facts.shared_buffers_bytes % 8192 == 0
+    assert facts.block_size == 8192
+    assert facts.default_toast_compression in {"pglz", "lz4"}
+    assert start.bytes_since == 0
+    assert later.bytes_since > 0
+
+
+def test_holds_lock_sees_a_granted_lock(embedded_database: str) -> None:
+    _probed(embedded_database)
+    with connect(embedded_database) as watcher, connect(embedded_database) as holder:
+        oid = probes.relation_size(watcher, TABLE).oid
+        pid = int(holder.scalar("SELECT pg_backend_pid()"))
+        assert not probes.holds_lock(watcher, pid, oid)
+        with holder.conn.transaction():
+            holder.execute("SELECT count(*) FROM public.probed")
+            assert probes.holds_lock(watcher, pid, oid)
+
+
+def test_extension_views_are_read_in_their_schema(embedded_database: str) -> None:
+    _probed(embedded_database)
+    execute(
+        embedded_database,
+        sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(AWKWARD)),
+        sql.SQL("CREATE EXTENSION pg_visibility SCHEMA {}").format(sql.Identifier(AWKWARD)),
+        sql.SQL("CREATE EXTENSION pg_stat_statements SCHEMA {}").format(sql.Identifier(AWKWARD)),
+        "UPDATE public.probed SET v = 2 WHERE id = 1",
+    )
+    with connect(embedded_database) as session:
+        rel = probes.relation_size(session, TABLE)
+        vm = probes.visibility_map(session, AWKWARD, rel.oid)
+        rows = probes.fetch_in_schema(
+            session, "statements", StatementTimes, AWKWARD, {"prefix": "UPDATE public.probed"}
+        )
+    assert isinstance(vm, VisibilityMap)
+    assert not vm.settled(rel.pages)  # never vacuumed: nothing is all-visible yet
+    assert vm.all_frozen <= vm.all_visible
+    assert rows
+    assert all(r.calls >= 1 and r.toplevel for r in rows)
