@@ -149,7 +149,10 @@ def test_main_storage_makes_vacuum_slower(points: list[Point]) -> None:
     assert pages(main, "pages_scanned") > 2.5 * pages(extended, "pages_scanned")
     assert pages(main, "buffer_dirtied") > 2.5 * pages(extended, "buffer_dirtied")
     assert main["vacuum_heap_tuples_removed"] == extended["vacuum_heap_tuples_removed"] == ROWS
-    assert main["vacuum_s"] > extended["vacuum_s"]  # measured 2-3× here; less than the work
+    # Not the wall time: at this size each VACUUM takes about 25 ms, and under load on two cores
+    # the two came within 1 ms of each other in either order. The work above is what decides it;
+    # the time (2.5-2.7× at the quick preset) is the report's to show.
+    assert main["vacuum_s"] > 0 and extended["vacuum_s"] > 0
 
 
 def test_freeze_after_vacuum_is_nearly_free(points: list[Point]) -> None:

@@ -4,6 +4,9 @@
 replaces it from PostgreSQL 16 on. :func:`get` picks the closest file at or below the
 server's ``server_version_num`` and tags the text (:func:`tag`) so vacuumlab's own statements can be
 told apart in ``pg_stat_statements`` and ``pg_stat_activity``.
+
+A file that reads an extension's view writes ``{schema}`` where the extension's schema goes;
+:func:`vacuumlab.collect.probes.fetch_in_schema` fills it in as an identifier.
 """
 
 from __future__ import annotations
