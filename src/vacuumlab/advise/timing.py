@@ -11,6 +11,7 @@ should next take it, and how long that vacuum should take under the cost-based d
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
@@ -247,6 +248,30 @@ def _faster_vacuum(ctx: Context, e: Estimate) -> list[Recommendation]:
     assert cycle is not None
     needed = d.cost_dirtied * d.settings.delay_ms / 1000 / (cycle / 2)
     limit = max(100, math.ceil(needed / 100) * 100)
+    return own_cost_budget(
+        ctx,
+        e,
+        limit,
+        impact=min(1.0, 0.4 + 0.1 * (e.vacuum_seconds or 0) / cycle),
+        reason=lambda setting, value: (
+            f"a vacuum of {e.name} sleeps about {duration_text(e.vacuum_seconds or 0)} but the "
+            f"relation gathers a threshold of dead tuples every {duration_text(cycle)}; with "
+            f"{setting} = {value} of its own it finishes within half of that, and it leaves the "
+            "shared budget to the other workers (autovac_balance_cost in autovacuum.c)"
+        ),
+    )
+
+
+def own_cost_budget(
+    ctx: Context,
+    e: Estimate,
+    limit: int,
+    *,
+    impact: float,
+    reason: Callable[[str, str], str],
+) -> list[Recommendation]:
+    """A cost budget of the relation's own: ``limit`` as its cost limit, or no delay at all
+    past the largest limit; a TOAST relation also gets the table's settings it would lose."""
     setting, value = (
         ("autovacuum_vacuum_cost_limit", str(limit))
         if limit <= MAX_COST_LIMIT
@@ -258,14 +283,9 @@ def _faster_vacuum(ctx: Context, e: Estimate) -> list[Recommendation]:
         value,
         toast=e.thresholds.is_toast,
         version=ctx.version,
-        impact=min(1.0, 0.4 + 0.1 * (e.vacuum_seconds or 0) / cycle),
+        impact=impact,
         evidence=CHURN_MEASUREMENT,
-        reason=(
-            f"a vacuum of {e.name} sleeps about {duration_text(e.vacuum_seconds or 0)} but the "
-            f"relation gathers a threshold of dead tuples every {duration_text(cycle)}; with "
-            f"{setting} = {value} of its own it finishes within half of that, and it leaves the "
-            "shared budget to the other workers (autovac_balance_cost in autovacuum.c)"
-        ),
+        reason=reason(setting, value),
     )
     inherited = toast_options.needs_carry_over(e.table, is_toast=e.thresholds.is_toast)
     inherited.pop(setting, None)

@@ -14,8 +14,7 @@ import math
 from dataclasses import dataclass
 
 from vacuumlab.advise import estimate, timing
-from vacuumlab.advise import toast as toast_options
-from vacuumlab.advise.context import Context, alter_system, alter_table, label
+from vacuumlab.advise.context import Context, alter_system, label
 from vacuumlab.model import cost as cm
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
@@ -183,28 +182,17 @@ def _own_budget(ctx: Context, settings: cm.CostSettings, hot: Need) -> list[Reco
     e = hot.estimate
     # Never below the shared limit: its own setting should not leave it worse off than alone.
     limit = max(_limit_for(hot.pages_per_second, settings), settings.limit)
-    setting, value = (
-        ("autovacuum_vacuum_cost_limit", str(limit))
-        if limit <= timing.MAX_COST_LIMIT
-        else ("autovacuum_vacuum_cost_delay", "0")
-    )
-    rec = alter_table(
-        e.table.heap,
-        setting,
-        value,
-        toast=e.thresholds.is_toast,
-        version=ctx.version,
+    return timing.own_cost_budget(
+        ctx,
+        e,
+        limit,
         impact=0.6,
-        evidence=timing.CHURN_MEASUREMENT,
-        reason=(
+        reason=lambda setting, value: (
             f"{e.name} makes {hot.pages_per_second:,.0f} pages/s of vacuum work, most of it; "
             f"{setting} = {value} of its own gives it {HEADROOM:g} × that and takes it out of "
             "the shared budget, which the other tables keep"
         ),
     )
-    inherited = toast_options.needs_carry_over(e.table, is_toast=e.thresholds.is_toast)
-    inherited.pop(setting, None)
-    return [rec, *toast_options.carry_over(ctx, e.table, inherited, owner=label(e.table.heap))]
 
 
 def _shared_budget(ctx: Context, settings: cm.CostSettings, needed: float) -> list[Recommendation]:

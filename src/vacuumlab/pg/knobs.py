@@ -119,6 +119,10 @@ KNOBS: dict[str, Knob] = {
              restart=True),
         Knob("autovacuum_multixact_freeze_max_age", "integer", 10_000, 2_000_000_000, None,
              90300, _ALL, restart=True),
+        # The reloptions of vacuum_freeze_min_age and vacuum_freeze_table_age (reloptions.c).
+        Knob("autovacuum_freeze_min_age", "integer", 0, 1_000_000_000, None, 80200, _TABLES),
+        Knob("autovacuum_freeze_table_age", "integer", 0, 2_000_000_000, None, 80400, _TABLES),
+        Knob("log_autovacuum_min_duration", "integer", -1, INT_MAX, "ms", 80300, _ALL),
         Knob("autovacuum_naptime", "integer", 1, 2_147_483, "s", 80100, _SERVER),
         Knob("autovacuum_max_workers", "integer", 1, 262_143, None, 80300, _SERVER,
              restart=True),

@@ -32,6 +32,7 @@ from vacuumlab.lab.progress import Progress
 from vacuumlab.lab.run import SCHEMA, Measured, Planned, Series, StudyRun, work_session
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
+from vacuumlab.pg.knobs import KNOBS
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
@@ -63,27 +64,7 @@ END $$;
 """
 
 #: Settings a step may set on the table itself (reloptions); the rest are server-wide only.
-TABLE_SETTINGS = frozenset(
-    {
-        "autovacuum_enabled",
-        "autovacuum_vacuum_threshold",
-        "autovacuum_vacuum_max_threshold",
-        "autovacuum_vacuum_scale_factor",
-        "autovacuum_vacuum_insert_threshold",
-        "autovacuum_vacuum_insert_scale_factor",
-        "autovacuum_analyze_threshold",
-        "autovacuum_analyze_scale_factor",
-        "autovacuum_vacuum_cost_delay",
-        "autovacuum_vacuum_cost_limit",
-        "autovacuum_freeze_min_age",
-        "autovacuum_freeze_max_age",
-        "autovacuum_freeze_table_age",
-        "log_autovacuum_min_duration",
-        "vacuum_index_cleanup",
-        "vacuum_truncate",
-        "fillfactor",
-    }
-)
+TABLE_SETTINGS = frozenset(name for name, k in KNOBS.items() if "table" in k.scopes)
 
 
 def load_steps(path: Path) -> tuple[Step, ...]:
