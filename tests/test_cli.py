@@ -13,7 +13,12 @@ from psycopg.conninfo import make_conninfo
 from conftest import PASSWORD_ROLE, execute, run_cli
 from vacuumlab.cli import app
 from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.records.churn import ChurnConfig
+from vacuumlab.records.cost_driver import CostDriverConfig
+from vacuumlab.records.fillfactor import FillfactorConfig
+from vacuumlab.records.params import Config
 from vacuumlab.records.publication import Publication
+from vacuumlab.records.toast import ToastConfig
 from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
 
 PUBLICATIONS: dict[str, Publication] = {
@@ -283,3 +288,28 @@ def test_help_names_publications_not_seed_files(command: tuple[str, ...]) -> Non
     assert not re.search(r"seed \d", text), text
     if command[0] == "run" and len(command) == 2:
         assert PUBLICATIONS[command[1]].title in text
+
+
+@pytest.mark.parametrize(
+    ("command", "config", "option", "field"),
+    [
+        (("run", "churn"), ChurnConfig, "--seconds", "seconds"),
+        (("run", "churn"), ChurnConfig, "--backlog", "backlog"),
+        (("run", "cost-driver"), CostDriverConfig, "--rows", "rows"),
+        (("run", "cost-driver"), CostDriverConfig, "--dead", "dead_pcts"),
+        (("run", "fillfactor"), FillfactorConfig, "--seconds", "seconds"),
+        (("run", "toast"), ToastConfig, "--width", "width"),
+    ],
+)
+def test_options_left_to_the_preset_show_each_presets_value(
+    command: tuple[str, ...], config: type[Config], option: str, field: str
+) -> None:
+    """An option left unset takes its preset's value; --help says which, per preset."""
+    text = _help(command)
+    after = text[text.index(option + " <") :]  # the options list, not the example
+    default = after[after.index("[default: ") :]
+    default = default[: default.index("]")]
+    for name, preset in config.presets().items():
+        value = getattr(preset, field)
+        shown = ",".join(map(str, value)) if isinstance(value, tuple) else f"{value:,}"
+        assert shown in default, (name, shown, default)

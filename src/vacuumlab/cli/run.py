@@ -3,6 +3,7 @@ preset and hands them to the lab; the lab picks the target, checks ``--resume`` 
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +24,12 @@ from vacuumlab.cli.progress import RunDisplay
 from vacuumlab.cli.report import render_report
 from vacuumlab.errors import Interrupted
 from vacuumlab.lab.targets import Where, default_store
+from vacuumlab.records.churn import ChurnConfig
+from vacuumlab.records.cost_driver import CostDriverConfig
+from vacuumlab.records.fillfactor import FillfactorConfig
+from vacuumlab.records.params import Config, field_names
 from vacuumlab.records.publication import Publication
+from vacuumlab.records.toast import ToastConfig
 from vacuumlab.store import Store
 from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
 
@@ -79,12 +85,17 @@ Overrides = Callable[..., dict[str, Any]]
 
 
 def study_command(
-    study: str, about: tuple[Publication, str, str], preset_help: str, *, alter_system: bool = True
+    config: type[Config],
+    about: tuple[Publication, str, str],
+    preset_help: str,
+    *,
+    alter_system: bool = True,
 ) -> Callable[[Overrides], Overrides]:
     """Register ``vacuumlab run <study>``: ``--preset`` (help ``preset_help``), the decorated
     function's options, then the options every run command shares (``--allow-alter-system``
     only when the study can change server settings). ``about`` is the help's publication,
     summary and example. The command runs the study with the overrides the function returns."""
+    study = config.study
     shared = [p for p in _SHARED if alter_system or p.name != "allow_alter_system"]
     preset = inspect.Parameter(
         "preset", inspect.Parameter.KEYWORD_ONLY, default="quick",
@@ -93,7 +104,7 @@ def study_command(
 
     def register(own: Overrides) -> Overrides:
         names = {p.name for p in shared}
-        mine = [p for p in _keyword_only(own) if p.name not in names]
+        mine = [_preset_default(p, config) for p in _keyword_only(own) if p.name not in names]
         also = [p.name for p in _keyword_only(own) if p.name in names]  # shared, read by own
 
         def command(**options: Any) -> None:
@@ -115,6 +126,50 @@ def study_command(
     return register
 
 
+def _preset_default(p: inspect.Parameter, config: type[Config]) -> inspect.Parameter:
+    """An option left to the preset shows each preset's value as its default in --help."""
+    option = next(
+        (m for m in getattr(p.annotation, "__metadata__", ()) if hasattr(m, "help")), None
+    )
+    field = _FIELD_OF.get(p.name, p.name)
+    if p.default is not None or field not in field_names(config) or option is None:
+        return p
+    if "[default:" in (option.help or ""):
+        return p  # it says its own, e.g. "4 per core"
+    presets = config.presets().items()
+    if not all(_plain(getattr(c, field)) for _, c in presets):
+        return p  # e.g. churn's steps: the help names them ("the post's six")
+    values = {name: _shown(getattr(c, field)) for name, c in presets}
+    text = (
+        next(iter(values.values()))
+        if len(set(values.values())) == 1
+        else ", ".join(f"{name} {value}" for name, value in values.items())
+    )
+    shown = copy.copy(option)
+    shown.help = f"{option.help}  [default: {text}]"
+    annotation = Annotated[p.annotation.__origin__, shown]  # type: ignore[name-defined]
+    return p.replace(annotation=annotation)
+
+
+#: Options whose config field has another name.
+_FIELD_OF = {"dead": "dead_pcts"}
+
+
+def _plain(value: object) -> bool:
+    items = value if isinstance(value, tuple | list) else (value,)
+    return all(isinstance(v, str | int | float | bool) for v in items)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, tuple | list):
+        return ",".join(_shown(v).replace(",", "") for v in value)
+    return str(value)
+
+
 def _keyword_only(function: Callable[..., Any]) -> list[inspect.Parameter]:
     parameters = inspect.signature(function, eval_str=True).parameters.values()
     return [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters]
@@ -126,7 +181,7 @@ def _places(common: Mapping[str, Any]) -> tuple[int | None, Path | None, Path | 
 
 
 @study_command(
-    "churn",
+    ChurnConfig,
     (
         churn_spec.PUBLICATION,
         "Queue churn under the post's six autovacuum settings, with a report.",
@@ -161,7 +216,7 @@ def run_churn(
 
 
 @study_command(
-    "cost-driver",
+    CostDriverConfig,
     (
         cost_driver_spec.PUBLICATION,
         "Dead tuples or dirty pages: vacuum's cost over a matrix of tables.",
@@ -190,7 +245,7 @@ def run_cost_driver(
 
 
 @study_command(
-    "toast",
+    ToastConfig,
     (
         toast_spec.PUBLICATION,
         "The same wide rows stored in line or in TOAST: sizes, UPDATE, VACUUM, FREEZE.",
@@ -219,7 +274,7 @@ def run_toast(
 
 
 @study_command(
-    "fillfactor",
+    FillfactorConfig,
     (
         fillfactor_spec.PUBLICATION,
         "pgbench TPC-B at sizes against memory × fillfactor: HOT share, growth, speed.",
