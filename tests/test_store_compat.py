@@ -54,4 +54,4 @@ def test_each_old_run_renders_with_its_figures(old_store: Path, tmp_path: Path) 
             assert len(store.points(run.id)) > 1
             if run.study == "churn":  # each step's throughput, as measured then
                 for point in store.points(run.id):
-                    assert f"{point.metrics['tps']:,.0f}" in text
+                    assert f"{point.metrics['tps']:.0f}" in text
