@@ -16,7 +16,6 @@ from vacuumlab.records.probes import (
     LockHeld,
     RelationSize,
     ServerFacts,
-    ShownSetting,
     TableIo,
     VisibilityMap,
     WalPosition,
@@ -63,9 +62,8 @@ def settings(session: Session, names: Collection[str] | None = None) -> dict[str
 def shown_settings(session: Session) -> dict[str, str]:
     """The settings vacuum depends on, as the server shows them (``SHOW``): "128MB", not the
     raw 16384 with its unit "8kB" appended."""
-    names = list(settings(session))
-    rows = session.fetch("shown_settings", ShownSetting, {"names": names})
-    return {row.name: row.value for row in rows}
+    rows = session.fetch("settings", Setting)
+    return {r.name: r.shown or r.setting for r in rows}
 
 
 def wal_position(session: Session, since: str | None = None) -> WalPosition:

@@ -46,14 +46,6 @@ class TableIo:
 
 
 @dataclass(frozen=True, slots=True)
-class ShownSetting:
-    """A setting as the server shows it (``shown_settings.sql``): "128MB", not "16384"."""
-
-    name: str
-    value: str  # with its unit, as SHOW gives it
-
-
-@dataclass(frozen=True, slots=True)
 class WalPosition:
     """The WAL insert position and the bytes written since an earlier one (``wal_lsn.sql``)."""
 

@@ -67,6 +67,8 @@ class Setting(Record):
     source: str
     context: str
     pending_restart: bool
+    #: As SHOW gives it, unit included ("128MB"); None in snapshots saved before it was read.
+    shown: str | None = None
 
 
 class Relation(Record):

@@ -1,5 +1,7 @@
--- Every setting vacuum and autovacuum depend on, as the server reports it (13+).
-SELECT name, setting, unit, vartype, source, context, pending_restart
+-- Every setting vacuum and autovacuum depend on, as the server reports it (13+); shown is the
+-- value as SHOW gives it ("128MB", not the raw 16384 of unit 8kB).
+SELECT name, setting, unit, vartype, source, context, pending_restart,
+       current_setting(name) AS shown
   FROM pg_settings
  WHERE name ~ 'vacuum'
     OR name IN ('track_counts', 'maintenance_work_mem', 'shared_buffers', 'effective_cache_size',
