@@ -23,6 +23,13 @@ from vacuumlab.records.snapshot import (
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 BLOCK = 8192
+#: A table three quarters deleted and never vacuumed, with pgstattuple to measure it exactly.
+BLOATED_TABLE = (
+    "CREATE EXTENSION pgstattuple",
+    "CREATE TABLE churned (id int PRIMARY KEY, pad text)",
+    "INSERT INTO churned SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
+    "DELETE FROM churned WHERE id % 4 <> 0",
+)
 MB = 1 << 20
 
 #: pg_settings.setting of a stock PostgreSQL 18 (base units: ms, s).

@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from advise_fixtures import run_recommendations
+from advise_fixtures import BLOATED_TABLE, run_recommendations
 from conftest import execute, run_cli, xmin_holder
 from vacuumlab.advise import advise
 from vacuumlab.collect.advice import collect_advice
@@ -178,13 +178,7 @@ def test_advice_from_saved_snapshots_needs_no_server(scenario: str, tmp_path: Pa
 
 def test_exact_figures_survive_a_saved_snapshot(embedded_database: str, tmp_path: Path) -> None:
     """--exact measures into the snapshot, so advise --input on the saved JSON keeps it."""
-    execute(
-        embedded_database,
-        "CREATE EXTENSION pgstattuple",
-        "CREATE TABLE churned (id int PRIMARY KEY, pad text)",
-        "INSERT INTO churned SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
-        "DELETE FROM churned WHERE id % 4 <> 0",
-    )
+    execute(embedded_database, *BLOATED_TABLE)
     with connect(embedded_database) as session:
         snap = with_exact(session, collect(session))
     [row] = [r for r in snap.exact if r.oid == snap.tables[0].heap.oid]

@@ -10,6 +10,7 @@ import pytest
 import typer
 from psycopg.conninfo import make_conninfo
 
+from advise_fixtures import BLOATED_TABLE
 from conftest import PASSWORD_ROLE, execute, run_cli
 from vacuumlab.cli import app
 from vacuumlab.pg.sandbox import Sandbox
@@ -163,13 +164,7 @@ def test_snapshot_exact_keeps_its_figures_for_advise_input(
     embedded_database: str, tmp_path: Path
 ) -> None:
     """`snapshot --exact -o s.json` then `advise --input s.json`: the exact figures survive."""
-    execute(
-        embedded_database,
-        "CREATE EXTENSION pgstattuple",
-        "CREATE TABLE churned (id int PRIMARY KEY, pad text)",
-        "INSERT INTO churned SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i",
-        "DELETE FROM churned WHERE id % 4 <> 0",
-    )
+    execute(embedded_database, *BLOATED_TABLE)
     saved = tmp_path / "s.json"
     made = run_cli("snapshot", embedded_database, "--exact", "--format", "json", "-o", str(saved))
     assert made.returncode == 0, made.stderr
