@@ -3,7 +3,6 @@ something should change, the SQL and the reason. Round-trips through JSON like a
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
@@ -11,7 +10,7 @@ from typing import Final, Literal
 from pydantic import Field, ValidationError
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.records.snapshot import ProbeNote, Record, ServerInfo
+from vacuumlab.records.snapshot import ProbeNote, Record, ServerInfo, read_json
 
 SCHEMA_VERSION = 1
 KIND: Final = "vacuumlab.advice"
@@ -105,12 +104,7 @@ class Advice(Record):
 
 
 def load_advice(path: Path) -> Advice:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise VacuumlabError(f"{path} is not JSON") from None
+    raw = read_json(path, "a vacuumlab advice file")
     if not isinstance(raw, dict) or raw.get("kind") != KIND:
         raise VacuumlabError(f"{path} is not a vacuumlab advice file")
     try:

@@ -312,15 +312,19 @@ class Snapshot(Record):
         return self.model_dump_json(indent=2)
 
 
-def load_snapshot(path: Path) -> Snapshot:
-    """Read a saved snapshot, with a one-line error for anything that is not one."""
+def read_json(path: Path, what: str) -> object:
+    """A saved file's JSON, with a one-line error naming ``what`` it should have been."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise VacuumlabError(f"{path} is not a vacuumlab snapshot (not JSON)") from None
-    return parse_snapshot(raw, str(path))
+        raise VacuumlabError(f"{path} is not {what} (not JSON)") from None
+
+
+def load_snapshot(path: Path) -> Snapshot:
+    """Read a saved snapshot, with a one-line error for anything that is not one."""
+    return parse_snapshot(read_json(path, "a vacuumlab snapshot"), str(path))
 
 
 def parse_snapshot(raw: object, origin: str) -> Snapshot:
