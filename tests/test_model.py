@@ -273,3 +273,30 @@ def test_a_standby_expects_no_autovacuum() -> None:
     ]
     assert f.title.endswith("a standby runs no autovacuum: the primary's vacuums reach it by WAL")
     assert f.recommendations == []
+
+
+def test_dead_rate_just_after_a_vacuum_counts_what_pruning_cannot_take_back() -> None:
+    """A vacuum that ended a second before the later snapshot leaves n_dead_tup near 0 (the
+    backends flush at most once a second): the rate then comes from the non-HOT updates and
+    deletes over the interval, whose old versions stay counted when pruned
+    (heap_page_prune_and_freeze() subtracts ndeleted - nnewlpdead)."""
+    from datetime import UTC, datetime, timedelta
+
+    from advise_fixtures import relation
+    from vacuumlab.model import rates
+
+    taken = datetime(2025, 1, 1, tzinfo=UTC)
+    before = relation(1, "q", n_tup_upd=0, n_tup_hot_upd=0, n_tup_del=0, autovacuum_count=1)
+    after = relation(
+        1, "q", n_tup_upd=6_000, n_tup_hot_upd=1_000, n_tup_del=1_000, n_dead_tup=0,
+        autovacuum_count=2, last_autovacuum=taken - timedelta(seconds=1),
+    )  # fmt: skip
+    found = rates.between(before, after, 20.0, taken)
+    assert found is not None
+    assert found.dead_per_second == (5_000 + 1_000) / 20.0
+    later = after.model_copy(
+        update={"n_dead_tup": 900, "last_autovacuum": taken - timedelta(seconds=9)}
+    )
+    found = rates.between(before, later, 20.0, taken)
+    assert found is not None
+    assert found.dead_per_second == 100.0

@@ -27,3 +27,30 @@ def share_of(ratio: float, what: str) -> str:
     """``ratio`` of ``what``: ``"90% of its threshold"`` or, once the percentage runs into the
     thousands, ``"1,000× its threshold"``."""
     return f"{share(ratio)} {what}" if is_multiple(ratio) else f"{share(ratio)} of {what}"
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a person reads them: ``4.2 s``, ``35 s``, ``12.5 min``, ``3.0 h``, ``2.1 d``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def rate(per_second: float) -> str:
+    """A rate per second: one decimal below 100, whole numbers above."""
+    return f"{per_second:,.1f}/s" if per_second < 100 else f"{per_second:,.0f}/s"
+
+
+def count(value: float) -> str:
+    """A count, short: ``950``, ``12k``, ``1.2M``."""
+    if value < 10_000:
+        return f"{value:,.0f}"
+    if value < 1_000_000:
+        return f"{value / 1000:,.0f}k"
+    return f"{value / 1_000_000:,.1f}M"

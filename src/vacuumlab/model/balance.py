@@ -32,6 +32,8 @@ def own_cost(base: CostSettings, options: Mapping[str, str]) -> tuple[CostSettin
     delay = _float(options.get("autovacuum_vacuum_cost_delay"))
     own_limit = limit is not None and limit > 0 and limit.is_integer()
     own_delay = delay is not None and delay >= 0
+    if not (own_limit or own_delay):
+        return base, True  # most relations: no copy of the server's settings needed
     settings = replace(
         base,
         limit=int(limit) if own_limit and limit is not None else base.limit,

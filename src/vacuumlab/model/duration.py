@@ -51,12 +51,18 @@ class VacuumWork:
 
 def aggressive(rel: Relation, server: Mapping[str, str], options: Mapping[str, str]) -> bool:
     """Whether the next vacuum must scan every page that is not all-frozen."""
-    xid_table = _table_age(server, options, "")
+    xid, mxid = aggressive_ages(server, options)
+    return (rel.frozenxid_age or 0) >= xid or (rel.minmxid_age or 0) >= mxid
+
+
+def aggressive_ages(server: Mapping[str, str], options: Mapping[str, str]) -> tuple[float, float]:
+    """The xid and multixact ages from which a vacuum is aggressive:
+    ``Min(freeze_table_age, 0.95 × autovacuum_freeze_max_age)`` and the multixact pair."""
     xid_cap = 0.95 * forcing.setting(server, "autovacuum_freeze_max_age")
-    mxid_table = _table_age(server, options, "multixact_")
     mxid_cap = 0.95 * forcing.setting(server, "autovacuum_multixact_freeze_max_age")
-    return (rel.frozenxid_age or 0) >= min(xid_table, xid_cap) or (rel.minmxid_age or 0) >= min(
-        mxid_table, mxid_cap
+    return (
+        min(_table_age(server, options, ""), xid_cap),
+        min(_table_age(server, options, "multixact_"), mxid_cap),
     )
 
 

@@ -15,6 +15,11 @@ from datetime import datetime
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation
 
+#: Below this many seconds since a vacuum ended, an ``n_dead_tup`` of 0 says little about the
+#: rate: backends flush their counts at most once a second (PGSTAT_MIN_INTERVAL in pgstat.c),
+#: so a count a second old may still read 0. A count above 0 is used as it is.
+SHORT_SINCE_S = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class Rates:
@@ -52,8 +57,29 @@ def _dead_rate(
         return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
     ends = [t for t in (after.last_vacuum, after.last_autovacuum) if t is not None]
     since = (taken_at - max(ends)).total_seconds() if ends else seconds
+    if since < SHORT_SINCE_S and after.n_dead_tup == 0:
+        left = _left_dead(before, after)
+        if left is not None:
+            return left / seconds, "non-HOT updates and deletes (a vacuum ended just before)"
     since = min(max(since, 1.0), seconds)
     return after.n_dead_tup / since, "n_dead_tup since the vacuum in between"
+
+
+def _left_dead(before: Relation, after: Relation) -> int | None:
+    """Dead tuples that updates and deletes left over the interval and that pruning cannot
+    take back from ``n_dead_tup``: a non-HOT update's or a delete's old version becomes an
+    LP_DEAD item when pruned, and heap_page_prune_and_freeze() subtracts only
+    ``ndeleted - nnewlpdead`` (pgstat_update_heap_dead_tuples()). HOT updates are left out:
+    pruning removes those outright."""
+    changes = [
+        _delta(before.n_tup_upd, after.n_tup_upd),
+        _delta(before.n_tup_hot_upd, after.n_tup_hot_upd),
+        _delta(before.n_tup_del, after.n_tup_del),
+    ]
+    if any(c is None for c in changes):
+        return None
+    updated, hot, deleted = (c or 0 for c in changes)
+    return max(updated - hot, 0) + deleted
 
 
 def _vacuums(rel: Relation) -> int:

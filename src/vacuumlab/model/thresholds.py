@@ -21,7 +21,7 @@ reloptions (``toast.*``) when it has any, and its table's only when it has none
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from vacuumlab.model import forcing
@@ -155,7 +155,7 @@ def thresholds(
     vacuum = vacuum_threshold(settings, reltuples)
     insert = None
     if settings.insert_threshold is not None:
-        insert = settings.insert_threshold + settings.insert_scale_factor * reltuples * _unfrozen(
+        insert = settings.insert_threshold + settings.insert_scale_factor * reltuples * unfrozen(
             relation, version_num
         )
     analyze = None
@@ -188,8 +188,9 @@ def vacuum_threshold(
     return vacuum
 
 
-def _unfrozen(relation: Relation, version_num: int) -> float:
-    """1 − relallfrozen/relpages (18+): frozen pages do not count towards inserts."""
+def unfrozen(relation: Relation, version_num: int) -> float:
+    """The share of the insert threshold's reltuples that counts: 1 − relallfrozen/relpages
+    (18+; frozen pages do not count towards inserts), 1 before."""
     frozen = relation.relallfrozen
     if version_num < 180000 or not frozen or relation.relpages <= 0:
         return 1.0
@@ -200,20 +201,39 @@ def of_table(
     table: Table, server: Mapping[str, str], version_num: int, *, in_recovery: bool = False
 ) -> list[Thresholds]:
     """Thresholds of a table's heap and, when it has one, its TOAST relation."""
+    return of_tables([table], server, version_num, in_recovery=in_recovery)
+
+
+def of_tables(
+    tables: Iterable[Table],
+    server: Mapping[str, str],
+    version_num: int,
+    *,
+    in_recovery: bool = False,
+) -> list[Thresholds]:
+    """Thresholds of every table's heap and TOAST relation, in order. The merged settings
+    depend on a relation's options alone, so relations with the same options (most have
+    none) share one :class:`Effective`, merged once per call."""
+    merged: dict[frozenset[tuple[str, str]], Effective] = {}
     found = []
-    for rel in (table.heap, table.toast):
-        if rel is None:
-            continue
-        settings = effective(server, options_of(table, rel), version_num=version_num)
-        found.append(
-            thresholds(
-                rel,
-                settings,
-                is_toast=rel is table.toast,
-                version_num=version_num,
-                in_recovery=in_recovery,
+    for table in tables:
+        for rel in (table.heap, table.toast):
+            if rel is None:
+                continue
+            options = options_of(table, rel)
+            key = frozenset(options.items())
+            settings = merged.get(key)
+            if settings is None:
+                settings = merged[key] = effective(server, options, version_num=version_num)
+            found.append(
+                thresholds(
+                    rel,
+                    settings,
+                    is_toast=rel is table.toast,
+                    version_num=version_num,
+                    in_recovery=in_recovery,
+                )
             )
-        )
     return found
 
 

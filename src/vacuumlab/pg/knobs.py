@@ -26,6 +26,8 @@ TIME_UNITS: tuple[tuple[str, int], ...] = (
     ("ms", 1),
 )
 _IN_MS = dict(TIME_UNITS)
+#: The memory units a GUC accepts, in kB (guc.c, memory_unit_conversion_table).
+_IN_KB = {"kB": 1, "MB": 1024, "GB": 1024**2, "TB": 1024**3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,26 @@ class Knob:
             return value
         # -1 and the like are sentinels ("use the other setting"), not durations.
         return duration(number, self.unit) if number >= 0 else value
+
+    def in_base_unit(self, value: str) -> str:
+        """A value as ``pg_settings.setting`` holds it: ``10s`` of a setting kept in seconds
+        reads ``10``, ``1min`` of one kept in ms ``60000``, ``1GB`` of one in kB ``1048576``.
+        A bare number, or a knob without a unit, is returned as it is."""
+        text = value.strip()
+        if self.unit is None:
+            return text
+        number = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").strip()
+        unit = text[len(number) :].strip()
+        if not unit:
+            return text
+        table = _IN_MS if self.unit in _IN_MS else _IN_KB
+        if unit not in table or self.unit not in table:
+            raise VacuumlabError(f"{self.name} takes {', '.join(table)} as units, not {unit!r}")
+        try:
+            base = float(number) * table[unit] / table[self.unit]
+        except ValueError:
+            raise VacuumlabError(f"{self.name} takes a number, not {value!r}") from None
+        return f"{base:g}" if not base.is_integer() else f"{base:.0f}"
 
     def _check_number(self, value: str, scope: Scope) -> None:
         try:

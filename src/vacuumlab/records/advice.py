@@ -7,10 +7,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from vacuumlab.errors import VacuumlabError
-from vacuumlab.records.snapshot import ProbeNote, Record, ServerInfo, read_json
+from vacuumlab.records.snapshot import ProbeNote, Record, ServerInfo, load_record
 
 SCHEMA_VERSION = 1
 KIND: Final = "vacuumlab.advice"
@@ -43,8 +42,12 @@ class Recommendation(Record):
     scope: Scope
     setting: str
     value: str
+    target: str | None = Field(default=None, description="schema.table for a table's setting")
     impact: float = Field(description="0 to 1, for ranking: how much it should help")
     evidence: str | None = Field(default=None, description="the measurement it rests on")
+    simulated: str | None = Field(
+        default=None, description="what the simulator predicts with the change, against without"
+    )
 
 
 class Finding(Record):
@@ -104,11 +107,4 @@ class Advice(Record):
 
 
 def load_advice(path: Path) -> Advice:
-    raw = read_json(path, "a vacuumlab advice file")
-    if not isinstance(raw, dict) or raw.get("kind") != KIND:
-        raise VacuumlabError(f"{path} is not a vacuumlab advice file")
-    try:
-        return Advice.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise VacuumlabError(f"{path} is damaged: {'.'.join(map(str, first['loc']))}") from None
+    return load_record(path, Advice, KIND, "a vacuumlab advice file")

@@ -10,9 +10,16 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from vacuumlab.errors import VacuumlabError
 
@@ -25,6 +32,9 @@ class Record(BaseModel):
     """Base of every record: immutable, and strict about unknown fields."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+R = TypeVar("R", bound=Record)
 
 
 class ServerInfo(Record):
@@ -111,6 +121,17 @@ class Relation(Record):
     reloptions: dict[str, str]
     frozenxid_age: int | None
     minmxid_age: int | None
+
+    @field_validator("reloptions", mode="before")
+    @classmethod
+    def _options(cls, value: object) -> object:
+        """``pg_class.reloptions`` as the server stores it (``{name=value,…}`` or NULL) reads
+        as a mapping: parsed here, not as JSON built per row on the server."""
+        if value is None:
+            return {}
+        if isinstance(value, list):
+            return dict(str(option).partition("=")[::2] for option in value)
+        return value
 
     @property
     def qualified_name(self) -> str:
@@ -320,6 +341,19 @@ def read_json(path: Path, what: str) -> object:
         raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise VacuumlabError(f"{path} is not {what} (not JSON)") from None
+
+
+def load_record(path: Path, cls: type[R], kind: str, what: str) -> R:
+    """A saved record of ``kind`` (advice, simulation, verification), with one-line errors:
+    not JSON, another kind, or damaged (the first field that does not validate)."""
+    raw = read_json(path, what)
+    if not isinstance(raw, dict) or raw.get("kind") != kind:
+        raise VacuumlabError(f"{path} is not {what} (no kind {kind!r})")
+    try:
+        return cls.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise VacuumlabError(f"{path} is damaged: {'.'.join(map(str, first['loc']))}") from None
 
 
 def load_snapshot(path: Path) -> Snapshot:

@@ -1,0 +1,331 @@
+"""The launcher and worker simulation: each rule of autovacuum.c it follows, on small cases
+whose answer can be worked out by hand."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from advise_fixtures import changed, relation, snapshot
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.model import whatif
+from vacuumlab.model.forecast import forecast, inputs
+from vacuumlab.model.simulator import (
+    COUNTED_DURING,
+    FIXED_S,
+    Launcher,
+    Span,
+    Subject,
+    simulate,
+)
+from vacuumlab.records.simulation import Simulation
+from vacuumlab.records.snapshot import Table
+
+
+def subject(order: int, **fields: object) -> Subject:
+    """A 1,000-row table with 10 pages: threshold 50 + 0.2 × 1,000 = 250 dead tuples."""
+    values: dict[str, object] = {
+        "label": f"public.t{order}",
+        "is_toast": False,
+        "order": order,
+        "enabled": True,
+        "vacuum_base": 50.0,
+        "vacuum_scale": 0.2,
+        "vacuum_cap": None,
+        "insert_base": None,
+        "insert_scale": 0.2,
+        "unfrozen": 1.0,
+        "reltuples": 1000.0,
+        "live_per_second": 0.0,
+        "dead": 0.0,
+        "dead_per_second": 0.0,
+        "inserted": 0.0,
+        "inserts_per_second": 0.0,
+        "xid_age": 1000.0,
+        "xid_limit": 200_000_000.0,
+        "aggressive_age": 150_000_000.0,
+        "freeze_min_age": 50_000_000.0,
+        "failsafe_age": 1_600_000_000.0,
+        "pages": 10.0,
+        "index_pages": 0.0,
+        "n_indexes": 0,
+        "page_hit": 1.0,
+        "page_dirty": 20.0,
+    }
+    values.update(fields)
+    values.setdefault("all_visible", 0.0)  # no page all-visible: the first vacuum reads all
+    return Subject(**values)  # type: ignore[arg-type]
+
+
+def launcher(**fields: object) -> Launcher:
+    values: dict[str, object] = {"naptime_s": 60.0, "workers": 3, "first_launch_s": 0.0}
+    values.update(fields)
+    return Launcher(**values)  # type: ignore[arg-type]
+
+
+def test_a_queue_is_vacuumed_once_per_naptime_when_it_passes_its_threshold_faster() -> None:
+    """100 dead tuples/s pass the 250 threshold in 2.5 s, but a worker comes once a minute:
+    60 vacuums in an hour, each finding about a minute of dead tuples."""
+    out = simulate([subject(1, dead_per_second=100.0)], launcher(), 3600)
+    tally = out.tallies[0]
+    assert out.launches == 61  # at 0, 60, …, 3,600 s
+    # The launch at 0 finds it below its threshold; the one at 3,600 s ends past the window.
+    assert tally.vacuums == 59
+    assert tally.starts[:3] == [60.0, 120.0, 180.0]
+    assert tally.peak_dead == pytest.approx(6000, rel=0.01)
+    # Each waited from crossing its threshold (2.5 s after the last vacuum) to the next worker.
+    assert tally.max_wait == pytest.approx(60 - 2.5, abs=0.5)
+
+
+def test_a_shorter_naptime_cuts_the_peak() -> None:
+    slow = simulate([subject(1, dead_per_second=100.0)], launcher(), 3600).tallies[0]
+    fast = simulate([subject(1, dead_per_second=100.0)], launcher(naptime_s=10.0), 3600)
+    assert fast.tallies[0].vacuums > 5 * slow.vacuums
+    assert fast.tallies[0].peak_dead < slow.peak_dead / 5
+
+
+def test_the_counter_after_a_vacuum_holds_what_died_while_it_ran() -> None:
+    """A slow vacuum (own cost limit 1, every page dirtied): the counter restarts from the
+    share of the tuples that died during it, not from zero."""
+    s = subject(1, dead=300.0, dead_per_second=1.0, own_limit=1.0, own_delay_ms=10.0)
+    out = simulate([s], launcher(), 100)
+    duration = out.tallies[0].durations[0]
+    assert duration > 1  # throttled: 10 pages × 21 cost / 1 per 10 ms, about 2 s
+    assert out.tallies[0].peak_dead == pytest.approx(300 + duration, rel=0.01)
+    start, end = out.spans[0].start, out.spans[0].end
+    # After it: COUNTED_DURING of what died meanwhile, then 1/s until the window closes.
+    expected_end = COUNTED_DURING * (end - start) + (100 - end)
+    assert out.tallies[0].peak_dead >= expected_end
+
+
+def test_a_worker_builds_its_list_once_and_a_later_crossing_waits_for_the_next_worker() -> None:
+    """t1 is due at the first launch and takes 30 s; t2 passes its threshold at 5 s, while
+    the only worker is busy with the list it built at 0: t2 waits for the launch at 60 s."""
+    slow = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 30 / 210)
+    late = subject(2, dead=200.0, dead_per_second=10.0)  # passes 250 at 5 s
+    out = simulate([slow, late], launcher(workers=3), 120)
+    assert out.tallies[0].starts == [0.0]
+    assert out.tallies[0].durations[0] == pytest.approx(30.0 + FIXED_S, rel=0.01)
+    assert out.tallies[1].starts[0] == 60.0
+    assert out.tallies[1].max_wait == pytest.approx(55.0, abs=0.1)
+
+
+def test_one_worker_goes_through_its_list_in_pg_class_order_heaps_before_toast() -> None:
+    toast = subject(1, label="public.t5 (TOAST)", is_toast=True, dead=300.0)
+    heaps = [subject(order, dead=300.0) for order in (7, 3, 5)]
+    out = simulate([toast, *heaps], launcher(workers=1), 30)
+    order = [out.subjects[span.subject].label for span in out.spans]
+    assert order == ["public.t3", "public.t5", "public.t7", "public.t5 (TOAST)"]
+
+
+def most_at_once(spans: list[Span]) -> int:
+    edges = sorted([(s.start, 1) for s in spans] + [(s.end, -1) for s in spans])
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def test_worker_slots_bound_how_many_vacuums_run_at_once() -> None:
+    """Six long vacuums due at once, a launch every second: the first worker's list holds all
+    six, later workers skip the one in progress and take the next."""
+    tables = [subject(order, dead=100_000.0, pages=100_000.0) for order in range(6)]
+    one = simulate(tables, launcher(workers=1, naptime_s=1.0), 3600)
+    three = simulate(tables, launcher(workers=3, naptime_s=1.0), 3600)
+    assert most_at_once(one.spans) == 1
+    assert most_at_once(three.spans) == 3
+    assert [s.start for s in three.spans[:3]] == [0.0, 1.0, 2.0]
+    assert max(s.end for s in three.spans) < max(s.end for s in one.spans)
+
+
+def test_balanced_workers_share_the_cost_limit_and_own_settings_do_not() -> None:
+    """Alone, a first vacuum of 100,000 pages, none all-visible, reads them all and sleeps
+    100,000 × 21 / 200 × 2 ms = 21 s; with two more workers sharing the limit three times
+    as long. One with its own limit keeps its pace and leaves the others a larger share."""
+    big = {"dead": 100_000.0, "pages": 100_000.0}
+    fast = launcher(naptime_s=0.01)
+    alone = simulate([subject(1, **big)], fast, 100).tallies[0]
+    shared = simulate([subject(order, **big) for order in (1, 2, 3)], fast, 100).tallies
+    own = simulate(
+        [
+            subject(1, **big, own_limit=200.0, own_delay_ms=2.0),
+            subject(2, **big),
+            subject(3, **big),
+        ],
+        fast,
+        100,
+    ).tallies
+    visited = 100_000
+    sleep = visited * 21 / 200 * 0.002
+    work = FIXED_S + visited * 2e-5  # unthrottled: not shared
+    assert alone.durations[0] == pytest.approx(sleep + work, rel=0.001)
+    assert shared[1].durations[0] == pytest.approx(3 * sleep + work, rel=0.01)
+    assert own[0].durations[0] == pytest.approx(alone.durations[0], rel=0.01)
+    assert own[1].durations[0] < shared[1].durations[0]
+
+
+def test_the_launcher_splits_naptime_among_databases_but_not_below_100_ms() -> None:
+    assert Launcher(naptime_s=60, workers=3, databases=4).launch_every_s == 60
+    assert Launcher(naptime_s=1, workers=3, databases=20).launch_every_s == pytest.approx(2.0)
+    danger = Launcher(naptime_s=60, workers=3, databases=4, in_danger=True)
+    assert danger.launch_every_s == 15
+
+
+def test_with_every_slot_busy_the_launch_waits_for_a_worker_to_exit() -> None:
+    long = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 90 / 210)
+    other = subject(2, dead=300.0)
+    out = simulate([long, other], launcher(workers=1), 200)
+    # The launch due at 60 s finds no slot; the worker exits at about 90 s and a new one
+    # starts at once, then the schedule goes on from there.
+    assert out.tallies[1].starts[0] == pytest.approx(90.0 + FIXED_S, abs=0.1)
+
+
+def test_autovacuum_off_still_vacuums_past_the_freeze_limit() -> None:
+    off = subject(1, enabled=False, dead_per_second=100.0, xid_age=199_000_000.0)
+    out = simulate([off], launcher(xids_per_second=1000.0), 3600)
+    tally = out.tallies[0]
+    # The age passes 200 million at 1,000 s; the next worker (at 1,020 s) is forced to it.
+    assert tally.vacuums == 1
+    assert tally.forced == 1
+    assert tally.starts[0] == pytest.approx(1020.0)
+    # Aggressive too: its age comes back to vacuum_freeze_min_age, so once is enough.
+    quiet = simulate([replace(off, dead_per_second=0.0)], launcher(), 3600).tallies[0]
+    assert quiet.vacuums == 0
+
+
+def test_the_insert_threshold_triggers_and_reltuples_grow_with_the_table() -> None:
+    log = subject(
+        1, insert_base=1000.0, inserts_per_second=50.0, live_per_second=50.0, reltuples=0.0
+    )
+    out = simulate([log], launcher(naptime_s=10.0), 3600).tallies[0]
+    gaps = [b - a for a, b in zip(out.starts, out.starts[1:], strict=False)]
+    assert out.vacuums >= 5
+    assert gaps[-1] > gaps[0]  # 0.2 × a growing reltuples: further apart as the log grows
+
+
+# -- from snapshots --------------------------------------------------------------------------
+
+
+def queue_snapshots(**later: object) -> tuple:
+    jobs = relation(100, "jobs", reltuples=1000.0, relpages=20, n_live_tup=1000)
+    quiet = relation(101, "config", reltuples=10.0, relpages=1, n_live_tup=10)
+    after = changed(jobs, n_dead_tup=6000, n_tup_ins=6000, n_tup_del=6000, **later)
+    return (
+        snapshot(Table(heap=jobs, toast=None), Table(heap=quiet, toast=None)),
+        snapshot(Table(heap=after, toast=None), Table(heap=quiet, toast=None), seconds=60),
+    )
+
+
+def test_forecast_takes_rates_from_n_dead_tup_and_leaves_quiet_tables_out() -> None:
+    before, after = queue_snapshots(n_tup_upd=50_000)
+    sim = forecast(before, after, hours=1)
+    jobs = sim.relation("public.jobs")
+    assert jobs is not None
+    assert jobs.dead_per_second == 100.0  # 6,000 in 60 s; n_tup_upd does not count
+    assert sim.relation("public.config") is None
+    assert sim.quiet == 1
+    assert jobs.vacuums == 60
+    assert jobs.mean_interval_s == pytest.approx(60.0)
+    assert Simulation.model_validate_json(sim.dump_json()) == sim
+
+
+def test_a_what_if_changes_the_forecast() -> None:
+    before, after = queue_snapshots()
+    base = forecast(before, after, hours=1).relation("public.jobs")
+    table = forecast(
+        before,
+        after,
+        hours=1,
+        changes=[whatif.parse("public.jobs.autovacuum_enabled=off")],
+    ).relation("public.jobs")
+    nap = forecast(before, after, hours=1, changes=[whatif.parse("autovacuum_naptime=10")])
+    assert base is not None
+    assert table is not None
+    assert table.vacuums == 0
+    assert base.vacuums == 60
+    assert nap.changes == ["autovacuum_naptime=10"]
+    assert nap.launch_every_s == 10
+    assert nap.relations[0].peak_dead < base.peak_dead
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("autovacuum_naptime", "setting=value"),
+        ("a.b=1", "schema.table.setting"),
+        ("public.nope.autovacuum_enabled=off", "no table public.nope"),
+    ],
+)
+def test_what_ifs_that_cannot_apply_say_why(text: str, message: str) -> None:
+    before, after = queue_snapshots()
+    with pytest.raises(VacuumlabError, match=message):
+        forecast(before, after, hours=1, changes=[whatif.parse(text)])
+
+
+def test_a_vacuum_reads_only_the_pages_changed_since_the_last_one() -> None:
+    """The first vacuum of 10,000 pages with none all-visible reads them all; a minute later
+    about 600 changes have reached about 580 pages: the next reads those. (Each pays for the
+    pages it dirties in the share clean_share() gives for changes that old.)"""
+    from vacuumlab.model.simulator import clean_share
+
+    s = subject(1, dead=300.0, dead_per_second=10.0, pages=10_000.0)
+    first, second = simulate([s], launcher(), 130).tallies[0].durations[:2]
+
+    def expected(pages: float, age: float) -> float:
+        return pages * (1 + 20 * clean_share(age)) / 200 * 0.002 + FIXED_S + pages * 2e-5
+
+    assert first == pytest.approx(expected(10_000, 300 / 10), rel=0.01)
+    visited = 10_000 * (1 - math.exp(-(10 * 60) / 10_000))
+    assert second == pytest.approx(expected(visited, 60 - first), rel=0.05)
+
+
+def test_vacuum_pays_no_dirty_cost_for_pages_the_workload_left_dirty() -> None:
+    """MarkBufferDirty() (bufmgr.c) charges vacuum_cost_page_dirty only when the buffer was
+    clean: a hot table's pages, changed seconds ago, are still dirty, so its vacuum pays the
+    page hits alone. Measured on PostgreSQL 18 (scheduling study, 5,000-row tables every few
+    seconds): "buffer usage: 340 hits, 0 reads, 0 dirtied", 0.33 s at limit 10 / 10 ms,
+    where paying every dirtied page predicted 2.6 s."""
+    from vacuumlab.model.simulator import CHECKPOINT_S, clean_share
+
+    assert clean_share(0.0) == 0.0
+    assert clean_share(CHECKPOINT_S) == pytest.approx(0.5)
+    assert clean_share(math.inf) == 1.0
+    hot = subject(1, pages=100.0, dead_per_second=100.0, dead=0.0)
+    fast = launcher(naptime_s=5.0, workers=1, cost_limit=10.0, cost_delay_ms=10.0)
+    outcome = simulate([hot], fast, 60.0)
+    second = outcome.tallies[0].durations[1]  # changes at most a few seconds old
+    heap = 100 * (1 - math.exp(-250 / 100))  # the pages its ~250 dead tuples touch
+    assert second < heap * (1 + 20 * 0.05) * 10 / 10 / 1000 + 0.05
+    cold = subject(1, pages=100.0, dead_per_second=0.25, dead=0.0)  # 1,000 s to its threshold
+    (first,) = simulate([cold], fast, 1_200.0).tallies[0].durations
+    assert first > heap * 20 * 10 / 10 / 1000  # its changes are old: it pays for dirtying
+
+
+def test_a_table_what_if_rebuilds_only_that_table_and_gives_the_same_forecast() -> None:
+    before, after = queue_snapshots()
+    change = whatif.parse("public.jobs.autovacuum_vacuum_scale_factor=0.01")
+    full = inputs(before, after, [change])
+    quick = inputs(before, after).with_tables_changed([change])
+    assert quick is not None
+    assert quick.subjects == full.subjects
+    assert inputs(before, after).with_tables_changed([whatif.parse("autovacuum_naptime=5")]) is None
+
+
+def test_after_its_indexes_vacuum_revisits_the_heap_pages_that_held_dead_tuples() -> None:
+    """lazy_vacuum_heap_rel(): once the index entries are gone, the heap pages with dead items
+    are visited again (each a buffer hit, already dirty). 1,000 dead tuples on 1,000 pages
+    with an index of 100: 1,000 × 21 for the scan, 100 + 100 × 20 for the index, 632 for the
+    pages the dead tuples sit on; at a limit of 1 per ms every cost unit is a millisecond."""
+    s = subject(
+        1, dead=1000.0, pages=1000.0, n_indexes=1, index_pages=100.0, own_limit=1.0,
+        own_delay_ms=1.0,
+    )  # fmt: skip
+    (duration,) = simulate([s], launcher(), 60).tallies[0].durations
+    second = 1000 * (1 - math.exp(-1))
+    index_dirtied = 100 * (1 - math.exp(-10)) * 20
+    cost = 1000 * 21 + 100 + index_dirtied + second
+    work = FIXED_S + (1000 + 100 + second) * 2e-5
+    assert duration == pytest.approx(cost / 1000 + work, rel=0.001)
