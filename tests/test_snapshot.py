@@ -221,6 +221,29 @@ def test_awkward_names_come_through_intact(database: str) -> None:
     assert all(len(name.encode()) <= 63 for name in WEIRD_NAMES)
 
 
+def test_tables_come_in_the_servers_own_name_order(database: str) -> None:
+    """The query leaves sorting to Python: the order must still be ``ORDER BY nspname,
+    relname`` as the server gives it (``name`` sorts in collation "C": "B" before "a", "z"
+    before "é"), whatever order the tables were made in."""
+    names = ("z", "é", "a", "B", "a_b", "aa", "Z9", "_x")
+    statements: list[sql.Composable] = [sql.SQL("CREATE SCHEMA {}").format(sql.Identifier("b"))]
+    for schema in ("public", "b"):
+        for name in names:
+            ident = sql.Identifier(schema, name)
+            statements.append(sql.SQL("CREATE TABLE {} (id int, note text)").format(ident))
+    execute(database, *statements)
+    with psycopg.connect(database) as conn:
+        expected = conn.execute(
+            "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname IN ('public', 'b') "
+            "ORDER BY n.nspname, c.relname"
+        ).fetchall()
+    got = [(t.heap.schema_name, t.heap.name) for t in snapshot_of(database).tables]
+    assert got == expected
+    assert got[0] == ("b", "B")
+    assert got[-1] == ("public", "é")
+
+
 def test_json_round_trip_is_exact(database: str) -> None:
     build_scenario(database)
     snap = snapshot_of(database)
@@ -250,7 +273,8 @@ def test_foreign_snapshots_are_refused(raw: object, message: str) -> None:
 
 #: Values for the parameters a query file takes: pg_class has an oid every server knows.
 PARAMS = {"relid": 1259, "name": "pgstattuple", "relation": "pg_class", "names": ["autovacuum"],
-          "since": None, "pid": 0, "schema": "pg_catalog", "prefix": "SELECT"}  # fmt: skip
+          "since": None, "pid": 0, "schema": "pg_catalog", "prefix": "SELECT",
+          "relids": [1259], "oids": [1259], "tables": ["pg_class"]}  # fmt: skip
 
 
 def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:

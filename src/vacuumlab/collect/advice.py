@@ -13,8 +13,9 @@ from collections.abc import Callable
 from vacuumlab.advise import advise
 from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import collect
-from vacuumlab.pg.connect import Timeouts, connect
+from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.records.advice import Advice
+from vacuumlab.records.snapshot import Snapshot
 
 #: A read-only session that gives way: 5 s per statement, 100 ms for a lock.
 TIMEOUTS = Timeouts(statement_ms=5000, lock_ms=100)
@@ -30,12 +31,7 @@ def collect_advice(
     """Inspect the server read-only and advise; returns the advice and the statements sent."""
     with connect(dsn, read_only=True, timeouts=TIMEOUTS, application_name="vacuumlab-advise") as s:
         first = collect(s)
-        later = None
-        if interval:
-            if on_wait is not None:
-                on_wait(interval)
-            time.sleep(interval)
-            later = collect(s)
+        later = _after(s, interval, on_wait) if interval else None
         if exact:
             # Measured on the snapshot the findings describe: the later one when there are two.
             if later is None:
@@ -44,3 +40,24 @@ def collect_advice(
                 later = with_exact(s, later)
         statements = s.statements
     return advise(first, later), statements
+
+
+def collect_two(
+    dsn: str,
+    interval: float,
+    *,
+    on_wait: Callable[[float], None] | None = None,
+    application_name: str = "vacuumlab-advise",
+) -> tuple[Snapshot, Snapshot]:
+    """Two snapshots ``interval`` seconds apart, read-only, in one session."""
+    with connect(dsn, read_only=True, timeouts=TIMEOUTS, application_name=application_name) as s:
+        first = collect(s)
+        return first, _after(s, interval, on_wait)
+
+
+def _after(session: Session, interval: float, on_wait: Callable[[float], None] | None) -> Snapshot:
+    """The second snapshot, ``interval`` seconds after the first."""
+    if on_wait is not None:
+        on_wait(interval)
+    time.sleep(interval)
+    return collect(session)

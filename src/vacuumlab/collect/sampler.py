@@ -14,11 +14,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Generic, Self, TypeVar
 
 import psycopg
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.connect import Session, connect
+from vacuumlab.pg.connect import Session, Timeouts, connect
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,33 +42,53 @@ class Sample:
     autovacuum_write_bytes: int | None
 
 
-class Sampler:
-    """Samples table ``relid`` every ``interval`` seconds until :meth:`stop`."""
+class Periodic(Generic[T]):
+    """Runs a query every ``interval`` seconds in a thread with a session of its own, keeping
+    its rows, until :meth:`stop`. A query that fails is skipped and counted in ``failed``."""
 
-    def __init__(self, dsn: str, relid: int, interval: float = 1.0) -> None:
-        self._dsn, self._relid, self._interval = dsn, relid, interval
-        self._samples: list[Sample] = []
+    def __init__(
+        self,
+        dsn: str,
+        query: str,
+        params: dict[str, object],
+        row: type[T],
+        *,
+        interval: float = 1.0,
+        application_name: str = "vacuumlab-sampler",
+        timeouts: Timeouts | None = None,
+        last_on_stop: bool = False,
+    ) -> None:
+        self._dsn, self._query, self._params, self._row = dsn, query, params, row
+        self._interval, self._name, self._timeouts = interval, application_name, timeouts
+        self._last_on_stop = last_on_stop
+        self._samples: list[T] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="vacuumlab-sampler", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=application_name, daemon=True)
         self._session: Session | None = None
         self.failed = 0
 
-    def start(self) -> Sampler:
+    def start(self) -> Self:
         # Connect here, not in the thread, so a bad DSN fails the caller at once.
-        self._session = connect(self._dsn, application_name="vacuumlab-sampler")
+        if self._timeouts is None:
+            self._session = connect(self._dsn, application_name=self._name)
+        else:
+            self._session = connect(self._dsn, timeouts=self._timeouts, application_name=self._name)
         self._thread.start()
         return self
 
-    def stop(self) -> list[Sample]:
+    def stop(self) -> list[T]:
+        """Stop (after one last sample with ``last_on_stop``, so a window's end is measured)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
         if self._session is not None:
+            if self._last_on_stop:
+                self._take(self._session)
             self._session.close()
         return list(self._samples)
 
     @property
-    def latest(self) -> Sample | None:
+    def latest(self) -> T | None:
         return self._samples[-1] if self._samples else None
 
     def _loop(self) -> None:
@@ -79,15 +102,18 @@ class Sampler:
 
     def _take(self, session: Session) -> None:
         try:
-            rows = session.fetch("sampler", Sample, {"relid": self._relid})
-        except psycopg.Error:
+            rows = session.fetch(self._query, self._row, self._params)
+        except (psycopg.Error, VacuumlabError):
             self.failed += 1
             return
-        except VacuumlabError:
-            self.failed += 1
-            return
-        if rows:
-            self._samples.append(rows[0])
+        self._samples.extend(rows)
+
+
+class Sampler(Periodic[Sample]):
+    """Samples table ``relid`` every ``interval`` seconds until :meth:`stop`."""
+
+    def __init__(self, dsn: str, relid: int, interval: float = 1.0) -> None:
+        super().__init__(dsn, "sampler", {"relid": relid}, Sample, interval=interval)
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,9 @@ def _visibility_notes(session: Session) -> Iterable[m.ProbeNote]:
 
 
 def assemble_tables(rows: Iterable[m.Relation]) -> list[m.Table]:
-    """Pair each heap with its TOAST relation (rows of both kinds come in one list)."""
-    rows = list(rows)
+    """Pair each heap with its TOAST relation (rows of both kinds come in one list); tables
+    in ``schema.name`` order. The query leaves the order to us: names compare as PostgreSQL's
+    ``name`` type does (collation "C", byte order, which UTF-8 shares with code points)."""
+    rows = sorted(rows, key=lambda row: (row.schema_name, row.name))
     toasts = {row.toast_of: row for row in rows if row.toast_of is not None}
     return [m.Table(heap=row, toast=toasts.get(row.oid)) for row in rows if row.toast_of is None]

@@ -26,6 +26,9 @@ class Load:
     seconds: int = 10
     log_prefix: Path | None = None  # per-transaction log (-l), one file per thread, when set
     progress: bool = False  # a progress line on stderr every second
+    #: Weighted scripts (``-f file@weight``): each transaction runs one, chosen at random in
+    #: proportion to its weight. When given they replace ``script``.
+    weighted: tuple[tuple[Path, int], ...] = ()
 
 
 def command(pgbench: Path, load: Load, dsn: str) -> list[str]:
@@ -33,7 +36,11 @@ def command(pgbench: Path, load: Load, dsn: str) -> list[str]:
     args = [
         str(pgbench),
         "--no-vacuum",  # the schema is ours; pgbench must not vacuum its own tables
-        f"--file={load.script}",
+        *(
+            [f"--file={path}@{weight}" for path, weight in load.weighted]
+            if load.weighted
+            else [f"--file={load.script}"]
+        ),
         f"--client={load.clients}",
         f"--jobs={load.jobs}",
         f"--time={load.seconds}",

@@ -20,7 +20,7 @@ WITH locked AS (
      WHERE c.reltoastrelid <> 0
 ), indexes AS (
     SELECT i.indrelid AS oid, count(*) AS n,
-           sum(pg_relation_size(i.indexrelid)) FILTER (WHERE l.oid IS NULL) AS bytes,
+           (sum(pg_relation_size(i.indexrelid)) FILTER (WHERE l.oid IS NULL))::bigint AS bytes,
            bool_or(l.oid IS NOT NULL) AS any_locked
       FROM pg_index i
       JOIN rels r ON r.oid = i.indrelid
@@ -35,7 +35,13 @@ WITH locked AS (
       FROM rels r
       LEFT JOIN locked l ON l.oid = r.oid
       LEFT JOIN indexes ix ON ix.oid = r.oid
+), totals AS (
+    -- A heap's TOAST bytes, joined here on narrow rows rather than beside the statistics.
+    SELECT z.*, t.heap_bytes + t.index_bytes AS toast_bytes
+      FROM sized z
+      LEFT JOIN sized t ON t.toast_of = z.oid
 )
+-- No ORDER BY: 20,000 wide rows spill a sort to disk; collect/snapshot.py sorts them.
 SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relkind AS kind,
        z.toast_of::bigint AS toast_of,
        c.reltuples::float8 AS reltuples, c.relpages::bigint AS relpages,
@@ -49,15 +55,11 @@ SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relk
        s.total_analyze_time AS total_analyze_time_ms,
        s.total_autoanalyze_time AS total_autoanalyze_time_ms,
        z.heap_bytes, z.index_bytes,
-       CASE WHEN c.reltoastrelid = 0 THEN NULL ELSE t.heap_bytes + t.index_bytes END
-           AS toast_bytes,
+       z.toast_bytes,
        z.n_indexes,
-       coalesce((SELECT jsonb_object_agg(split_part(o, '=', 1), substr(o, strpos(o, '=') + 1))
-                   FROM unnest(c.reloptions) AS o), '{}'::jsonb) AS reloptions,
+       c.reloptions,
        age(c.relfrozenxid) AS frozenxid_age, mxid_age(c.relminmxid) AS minmxid_age
-  FROM sized z
+  FROM totals z
   JOIN pg_class c ON c.oid = z.oid
   JOIN pg_namespace n ON n.oid = c.relnamespace
   LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
-  LEFT JOIN sized t ON t.oid = c.reltoastrelid
- ORDER BY n.nspname, c.relname
