@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from advise_fixtures import T0, context, relation, snapshot
-from vacuumlab.advise import advise, horizon, thresholds
-from vacuumlab.records.advice import Finding
+from vacuumlab.advise import advise, horizon, once_per_setting, thresholds, without_moot
+from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Backend, PreparedXact, Snapshot, Table
 
 IDLE = "idle_in_transaction_session_timeout"
@@ -143,3 +143,104 @@ def test_one_snapshot_blames_no_horizon_and_says_what_is_missing() -> None:
     [found] = thresholds.findings(context(first))
     assert found.severity == "info"
     assert found.title.endswith("takes two snapshots (--interval)")
+
+
+def held_churn() -> tuple[Snapshot, Snapshot]:
+    """A small table updated 20,000 times in 60 s while a session idle in a transaction has
+    held the horizon for 10 minutes: pruning frees nothing, so 93 % of updates leave their
+    page and every dead tuple stays (the long report and prepared transaction scenarios)."""
+    vacuumed = T0 - timedelta(seconds=10)
+    table = relation(1, "churn", reltuples=1000, relpages=100, n_live_tup=1000,
+                     n_dead_tup=1000, n_tup_upd=0, n_tup_hot_upd=0, n_tup_newpage_upd=0,
+                     last_autovacuum=vacuumed)  # fmt: skip
+    first = snapshot(Table(heap=table, toast=None)).model_copy(
+        update={"backends": [backend(1, 100, T0 - timedelta(minutes=10))]}
+    )
+    grown = table.model_copy(
+        update={
+            "n_dead_tup": 21_000,
+            "n_tup_upd": 20_000,
+            "n_tup_hot_upd": 1_400,
+            "n_tup_newpage_upd": 18_600,
+        }
+    )
+    return first, later(first, 60, tables=[Table(heap=grown, toast=None)])
+
+
+def test_no_vacuum_speed_or_fillfactor_advice_while_the_horizon_is_held() -> None:
+    """While a holder keeps every dead tuple, neither a faster vacuum (cost limits, a shorter
+    naptime) nor free space on the page (fillfactor) helps: those findings say so at info and
+    recommend nothing; the holder's timeout is the one change."""
+    advice = advise(*held_churn())
+    assert [r.setting for _, r in advice.recommendations()] == [IDLE]
+    for question in ("hot", "timing", "workers"):
+        found = [f for f in advice.findings if f.question == question]
+        assert found
+        assert {f.severity for f in found} == {"info"}, [f.title for f in found]
+    [hot] = [f for f in advice.findings if f.question == "hot"]
+    assert "horizon" in hot.detail
+
+
+def test_a_long_query_gets_no_idle_timeout_but_says_what_ends_it() -> None:
+    """A report query at work for 10 minutes: an idle-session timeout would never end it, so
+    none is recommended; the finding names the backend and the lasting fixes instead."""
+    report = backend(7, 100, T0 - timedelta(minutes=10)).model_copy(
+        update={"state": "active", "query": "SELECT count(*) FROM orders"}
+    )
+    first = snapshot().model_copy(update={"backends": [report]})
+    [found] = horizon_findings(first, later(first, 30))
+    assert (found.severity, found.evidence["pid"]) == ("warning", 7)
+    assert "long transaction" in found.title
+    assert found.recommendations == []
+    assert "statement_timeout" in found.detail
+
+
+def _rec(setting: str, value: str, *, target: str | None = "public.q") -> Recommendation:
+    scope = "server" if target is None else "table"
+    return Recommendation(
+        sql=f"-- {setting} = {value} on {target}",
+        reason="r",
+        scope=scope,
+        setting=setting,
+        value=value,
+        target=target,
+        impact=0.5,
+    )
+
+
+def _finding(*recs: Recommendation) -> Finding:
+    return Finding(
+        question="timing", severity="warning", relation="public.q", title="t", detail="d",
+        recommendations=list(recs),
+    )  # fmt: skip
+
+
+def test_a_table_setting_is_recommended_once_whatever_value_each_finding_wants() -> None:
+    """Two findings want the queue's cost limit, at 1,700 and 500: the first (most severe)
+    keeps it; the other finding keeps its evidence."""
+    first = _finding(_rec("autovacuum_vacuum_cost_limit", "1700"))
+    second = _finding(_rec("autovacuum_vacuum_cost_limit", "500"))
+    other = _finding(_rec("autovacuum_vacuum_cost_limit", "500", target="public.other"))
+    kept = once_per_setting([first, second, other])
+    assert [len(f.recommendations) for f in kept] == [1, 0, 1]
+
+
+def test_no_cost_limit_where_the_advice_turns_the_delay_off() -> None:
+    """With autovacuum_vacuum_cost_delay 0, vacuum_delay_point() never sleeps: a cost limit for
+    the same table changes nothing. Another table's limit stays."""
+    delay = _finding(_rec("autovacuum_vacuum_cost_delay", "0"))
+    limit = _finding(
+        _rec("autovacuum_vacuum_cost_limit", "1300"),
+        _rec("autovacuum_vacuum_cost_limit", "800", target="public.other"),
+    )
+    kept = without_moot([limit, delay])
+    assert [r.target for r in kept[0].recommendations] == ["public.other"]
+    server = without_moot(
+        [
+            _finding(
+                _rec("autovacuum_vacuum_cost_delay", "0ms", target=None),
+                _rec("autovacuum_vacuum_cost_limit", "400", target=None),
+            )
+        ]
+    )
+    assert [r.setting for r in server[0].recommendations] == ["autovacuum_vacuum_cost_delay"]

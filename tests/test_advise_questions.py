@@ -25,13 +25,13 @@ from advise_fixtures import (
     toast_of,
 )
 from conftest import execute
-from vacuumlab.advise import bloat, estimate, hot, timing, toast, workers
+from vacuumlab.advise import advise, bloat, estimate, hot, thresholds, timing, toast, workers
 from vacuumlab.advise.context import Context
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import ExactBloat, Snapshot, Table
+from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
 
 MODULES = (timing, workers, hot, toast, bloat)
 
@@ -158,6 +158,27 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
     assert "1.71 ms" in (f.recommendations[1].evidence or "")
 
 
+def test_no_naptime_for_a_toast_relation_whose_values_are_replaced() -> None:
+    """The queue's counts on a TOAST relation (values replaced: chunks inserted and deleted
+    over its size): a read fetches a value by its own chunk_id, never through the dead chunks
+    of replaced values, so the churn study's latency evidence for a shorter naptime does not
+    apply; dead chunks cost space, which the TOAST question reports."""
+    queue = timing_queue()
+    first, second = (queue.snapshot.tables[0].heap, queue.now.tables[0].heap)
+    heap = relation(199, "docs", reltuples=1000.0, relpages=10, n_live_tup=1000, n_dead_tup=0)
+    tables = [
+        Table(heap=heap, toast=toast_of(heap, 200, **_fields(rel))) for rel in (first, second)
+    ]
+    ctx = context(snapshot(tables[0]), snapshot(tables[1], seconds=60, vacuums=queue.now.vacuums))
+    [f] = [f for f in timing.findings(ctx) if f.relation == "public.docs (TOAST)"]
+    assert "autovacuum_naptime" not in [r.setting for r in f.recommendations]
+
+
+def _fields(rel: Relation) -> dict[str, object]:
+    skip = {"oid", "name", "schema_name", "kind", "toast_of"}
+    return {k: v for k, v in rel.model_dump().items() if k not in skip}
+
+
 def test_timing_honours_index_cleanup_and_own_cost_settings() -> None:
     # vacuum_index_cleanup = on: no bypass, so 60,000 pages × 21 / 100 × 2 ms = 25.2 s.
     rates = estimate.table_rates(timing_queue(vacuum_index_cleanup="on"))
@@ -241,7 +262,13 @@ def test_workers_shared_budget_and_waiting_tables() -> None:
     assert found.title == (
         "3 of 3 autovacuum workers busy; relations past their threshold without one: 3"
     )
-    assert found.evidence == {"autovacuum_max_workers": 3, "running": 3, "free": 0, "waiting": 3}
+    assert found.evidence == {
+        "autovacuum_max_workers": 3,
+        "running": 3,
+        "free": 0,
+        "waiting": 3,
+        "waited_the_interval": 0,  # 60 s: under two naptimes, too short to tell
+    }
     assert sqls(found) == [
         "ALTER SYSTEM SET \"autovacuum_max_workers\" = '6'; SELECT pg_reload_conf();"
     ]
@@ -250,6 +277,31 @@ def test_workers_shared_budget_and_waiting_tables() -> None:
     assert sqls(workers.findings(old)[1]) == [
         "ALTER SYSTEM SET \"autovacuum_max_workers\" = '6'; -- then restart the server"
     ]
+
+
+def test_tables_waiting_for_a_busy_worker_leave_the_warning_to_the_workers_question() -> None:
+    """Many tables past their thresholds while every worker is busy: one server finding says
+    so at warning (above); each table says it waits, at info, and points there."""
+    ctx = workers_context((20_000, 20_000, 20_000), 6000, running=3)
+    waiting = [f for f in thresholds.findings(ctx) if "worker is busy" in f.title]
+    assert len(waiting) == 3
+    assert {f.severity for f in waiting} == {"info"}
+    assert all("Cost budget and workers" in f.title for f in waiting)
+
+
+def test_many_slow_vacuums_under_the_shared_budget_are_the_budgets_to_fix() -> None:
+    """Three tables whose vacuums all outlast their cycles under the one shared budget: a
+    cost limit of each one's own would only raise the budget three times over, out of
+    balancing. Each says so at info and points to the budget, which recommends the change."""
+    ctx = workers_context((20_000, 20_000, 20_000), 6000, running=3)
+    found = timing.findings(ctx)
+    assert len(found) == 3
+    assert {f.severity for f in found} == {"info"}
+    assert [r for f in found for r in f.recommendations] == []
+    assert all("Cost budget and workers" in f.detail for f in found)
+    [budget, _] = workers.findings(ctx)
+    assert budget.severity == "warning"
+    assert [r.setting for r in budget.recommendations] == ["autovacuum_vacuum_cost_limit"]
 
 
 def test_workers_beyond_the_highest_cost_limit_and_without_slots() -> None:
@@ -267,6 +319,43 @@ def test_workers_beyond_the_highest_cost_limit_and_without_slots() -> None:
     # Every worker slot is in use: nothing to raise without a restart.
     assert found.recommendations == []
     assert "autovacuum_worker_slots" in found.detail
+
+
+def waiting_context(*, vacuumed: bool = False, seconds: float = 120.0) -> Context:
+    """Three tables past their threshold (500 dead > 50 + 0.2 × 1,000) in both snapshots, one
+    of three workers busy at the later one (on another relation), naptime 60 s."""
+    pairs = [queue_table(300 + i, f"q{i}", 200, 500, 600) for i in range(3)]
+    later = [
+        Table(heap=changed(a.heap, autovacuum_count=1), toast=None) if vacuumed else a
+        for _, a in pairs
+    ]
+    return context(
+        snapshot(*(b for b, _ in pairs)),
+        snapshot(*later, seconds=seconds, vacuums=(autovacuum(999),)),
+    )
+
+
+def test_tables_that_waited_the_whole_interval_mean_the_workers_are_short() -> None:
+    """Past the threshold at both snapshots, two naptimes apart, vacuumed by nobody: with a
+    slot free the launcher would have sent a worker within a naptime, so they waited for a
+    slot, though only one of three workers is busy at the instant of the snapshot."""
+    found = workers.findings(waiting_context())[-1]
+    assert found.severity == "warning"
+    assert found.evidence["waited_the_interval"] == 3
+    assert found.title.endswith("without one: 3; 3 waited the whole 120 s")
+    assert "they waited for a slot" in found.detail
+    assert sqls(found) == [
+        "ALTER SYSTEM SET \"autovacuum_max_workers\" = '6'; SELECT pg_reload_conf();"
+    ]
+
+
+def test_tables_vacuumed_in_between_or_over_a_short_interval_did_not_wait() -> None:
+    vacuumed = workers.findings(waiting_context(vacuumed=True))[-1]
+    assert vacuumed.severity == "info"
+    assert vacuumed.evidence["waited_the_interval"] == 0
+    short = workers.findings(waiting_context(seconds=90))[-1]  # under two naptimes
+    assert short.severity == "info"
+    assert short.recommendations == []
 
 
 def test_workers_without_rates() -> None:
@@ -297,9 +386,9 @@ def hot_table(oid: int, name: str, upd: int, hot_upd: int, newpage: int | None, 
     )
 
 
-def hot_context() -> Context:
+def hot_context(later: Snapshot | None = None) -> Context:
     """The counts over an interval: the first snapshot saw none of these updates."""
-    later = hot_snapshot()
+    later = later or hot_snapshot()
     quiet = [
         Table(heap=changed(t.heap, n_tup_upd=0, n_tup_hot_upd=0, n_tup_newpage_upd=0), toast=None)
         for t in later.tables
@@ -315,7 +404,8 @@ def hot_snapshot() -> Snapshot:
         hot_table(401, "mixed", 5_000, 3_000, 1_500),  # HOT 60 %, new page 30 %
         hot_table(402, "keyed", 4_000, 40, 20),  # HOT 1 %, new page 0.5 %
         hot_table(403, "quiet", 999, 0, 999),  # too few updates
-        hot_table(404, "tight", 10_000, 0, 9_000, reloptions={"fillfactor": "50"}),
+        # 500 of the 1,000 updates that stayed on their page were HOT: room is what they lack.
+        hot_table(404, "tight", 10_000, 500, 9_000, reloptions={"fillfactor": "50"}),
         hot_table(405, "healthy", 10_000, 9_500, 100),
     )
 
@@ -362,6 +452,18 @@ def test_hot_when_fillfactor_will_not_help() -> None:
     assert "already 50" in tight.detail
     healthy = only(found, "public.healthy")
     assert healthy.title == "HOT share 95%: updates mostly stay on their page"
+
+
+def test_hot_no_fillfactor_when_updates_with_room_were_not_hot() -> None:
+    """Updates of an indexed column on a table whose pages fill up (autovacuum off, or
+    behind): 24 % leave their page, but none of the 76 % that stayed on it was HOT, so an
+    indexed column changes in them (heap_update() in heapam.c: same page and no indexed
+    column changed is HOT). Free space would not make them HOT: no fillfactor."""
+    full = hot_table(406, "indexed_full", 10_000, 0, 2_400, n_live_tup=2_000)
+    [found] = hot.findings(hot_context(snapshot(full)))
+    assert found.title == "HOT share 0%: updates change an indexed column"
+    assert found.recommendations == []
+    assert "24% of them went to another page" in found.detail
 
 
 def test_hot_before_postgresql_16_and_over_an_interval() -> None:
@@ -703,3 +805,28 @@ def test_findings_answer_their_own_question(module: object) -> None:
         for f in module.findings(scenario()):  # type: ignore[attr-defined]
             assert f.question == question
             assert all(0 <= r.impact <= 1 for r in f.recommendations)
+
+
+def test_every_simulated_recommendation_says_what_it_changes() -> None:
+    """The queue of timing_queue(): 100 dead tuples/s against a threshold of 250, a worker
+    once a minute. Simulated over six hours, naptime 10 s has it vacuumed every 10 s instead
+    of every minute and cuts its peak; its own cost limit leaves the rhythm alone (the
+    launcher, not the vacuum, sets it) and says so."""
+    ctx = timing_queue()
+    advice = advise(ctx.snapshot, ctx.later)
+    by_setting = {r.setting: r for _, r in advice.recommendations()}
+    naptime = by_setting["autovacuum_naptime"].simulated or ""
+    assert naptime.startswith("simulated over 6 h, public.jobs: vacuumed every 10 s instead ")
+    assert "of every 60 s" in naptime
+    limit = by_setting["autovacuum_vacuum_cost_limit"].simulated or ""
+    assert "still vacuumed every 60 s" in limit
+    # The timing and workers findings carry the simulation's answer too: a worker a minute,
+    # so about 360 vacuums in six hours and most of a minute past the threshold each time.
+    [jobs] = [f for f in advice.findings if f.question == "timing"]
+    assert 355 <= int(jobs.evidence["simulated_vacuums"] or 0) <= 360
+    assert 50 < float(jobs.evidence["simulated_wait_s"] or 0) < 60
+    assert "Simulated over 6 h: vacuumed every 60 s" in jobs.detail
+    [slots] = [f for f in advice.findings if "autovacuum workers busy" in f.title]
+    assert slots.evidence["simulated_waiting"] == 0  # waits are the launcher's, not a slot's
+    # One snapshot: no rates, nothing to simulate.
+    assert all(r.simulated is None for _, r in advise(ctx.later).recommendations())

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import cast
 
 from vacuumlab import __version__
+from vacuumlab.advise import simulated
 from vacuumlab.advise.context import Context, label
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus
 from vacuumlab.records.snapshot import Snapshot
@@ -38,7 +39,7 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None) -> Advice:
     findings.sort(
         key=lambda f: (order[f.severity], -max((r.impact for r in f.recommendations), default=0))
     )
-    findings = once_per_setting(findings)
+    findings = simulated.annotate(ctx, without_moot(once_per_setting(findings)))
     return Advice(
         vacuumlab_version=__version__,
         taken_at=ctx.now.taken_at,
@@ -67,7 +68,46 @@ def once_per_setting(findings: list[Finding]) -> list[Finding]:
 
 
 def _key(rec: Recommendation) -> str:
-    return rec.setting if rec.scope == "server" else rec.sql
+    """A server setting once; a table's (or its TOAST relation's) setting once per table,
+    whatever value each finding would give it."""
+    if rec.scope == "server":
+        return rec.setting
+    return f"{rec.scope}:{rec.target or rec.sql}:{rec.setting}"
+
+
+def without_moot(findings: list[Finding]) -> list[Finding]:
+    """No cost limit where the same advice turns the cost delay off: with a delay of 0
+    vacuum_delay_point() never sleeps, so the limit changes nothing."""
+    unthrottled = {
+        _where(r)
+        for f in findings
+        for r in f.recommendations
+        if r.setting == "autovacuum_vacuum_cost_delay" and _is_zero(r.value)
+    }
+    if not unthrottled:
+        return findings
+    kept = []
+    for finding in findings:
+        recs = [
+            r
+            for r in finding.recommendations
+            if not (r.setting == "autovacuum_vacuum_cost_limit" and _where(r) in unthrottled)
+        ]
+        if len(recs) < len(finding.recommendations):
+            finding = finding.model_copy(update={"recommendations": recs})
+        kept.append(finding)
+    return kept
+
+
+def _where(rec: Recommendation) -> tuple[str, str | None]:
+    return rec.scope, rec.target
+
+
+def _is_zero(value: str) -> bool:
+    try:
+        return float(value.removesuffix("ms")) == 0
+    except ValueError:
+        return False
 
 
 def _statuses(ctx: Context) -> list[TableStatus]:

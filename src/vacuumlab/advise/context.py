@@ -56,11 +56,7 @@ class Context:
     @cached_property
     def thresholds(self) -> list[th.Thresholds]:
         recovery = self.now.server.in_recovery
-        return [
-            t
-            for table in self.now.tables
-            for t in th.of_table(table, self.settings, self.version, in_recovery=recovery)
-        ]
+        return th.of_tables(self.now.tables, self.settings, self.version, in_recovery=recovery)
 
     @cached_property
     def tables_by_oid(self) -> dict[int, Table]:
@@ -85,6 +81,8 @@ class Context:
     @cached_property
     def balanced_autovacuums(self) -> int:
         """Running autovacuums that share the cost limit (av_nworkersForBalance)."""
+        if not self.now.vacuums:
+            return 0  # nothing running: no need to read every relation's options
         own = {
             rel.oid
             for table in self.now.tables
@@ -110,7 +108,7 @@ class Context:
             if rel is not None
         }
 
-    @property
+    @cached_property
     def seconds(self) -> float | None:
         if self.later is None:
             return None
@@ -148,6 +146,7 @@ def alter_table(
         scope=scope,
         setting=setting,
         value=value,
+        target=table.qualified_name,
         impact=impact,
         evidence=evidence,
     )

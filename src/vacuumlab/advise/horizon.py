@@ -24,6 +24,13 @@ from vacuumlab.advise.holders import Held
 from vacuumlab.records.advice import Finding, Recommendation, Severity
 from vacuumlab.records.snapshot import Backend, PreparedXact, ReplicationSlot
 
+#: What ends a long query for good; no setting is recommended: a server-wide statement or
+#: transaction timeout would end every long query, the legitimate ones too.
+LONG_QUERY = (
+    "An idle-session timeout never ends a query at work. For reports, a statement_timeout (or "
+    "from PostgreSQL 17 a transaction_timeout) on the reporting role, or a standby to run "
+    "them on, keeps it from coming back."
+)
 #: The idle_in_transaction_session_timeout recommended where there is none: 10 minutes.
 IDLE_TIMEOUT_MS = 600_000
 
@@ -56,6 +63,20 @@ def oldest_holder(ctx: Context) -> datetime | None:
     held += [holders.prepared(ctx, p) for p in ctx.now.prepared if p.database == here]
     starts = [h.since for h in held if h.counts(cycle) and h.since is not None]
     return min(starts, default=None)
+
+
+#: What the questions whose advice cannot help while the horizon is held say instead.
+HELD_BACK = (
+    "Held back: a holder keeps the xmin horizon (see What holds vacuum back), so neither "
+    "vacuum nor pruning on the page can remove the dead tuples made since it began; end the "
+    "holder first, then advise again."
+)
+
+
+def held(ctx: Context) -> bool:
+    """Whether a holder that counts keeps this database's dead tuples: then the interval's
+    dead tuples are all newer than it, and no vacuum setting or free space removes them."""
+    return oldest_holder(ctx) is not None
 
 
 def _weigh(ctx: Context, held: Held, severity: Severity, dead: int) -> tuple[Severity, str]:
@@ -120,6 +141,7 @@ def _backend(
             f"{b.state or '?'}; xmin age {b.xmin_age or 0:,}. Up to {dead:,} dead tuples across "
             "the tables here cannot be removed while it holds. To end it: "
             + sql.SQL("SELECT pg_terminate_backend({});").format(sql.Literal(b.pid)).as_string(None)
+            + (f" {LONG_QUERY}" if kind == "long transaction" else "")
             + (f" {missing}" if missing else "")
         ),
         evidence={

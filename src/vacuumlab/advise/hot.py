@@ -8,12 +8,20 @@ page; it then adds no index entries and its dead version can be pruned without a
 those and few HOT updates mean pages run out of room, which free space left by fillfactor
 fixes; few HOT updates but few new-page ones mean an indexed column changes, which no
 fillfactor fixes.
+
+heap_update() in heapam.c decides HOT only for a new version that stays on its page
+(``newbuf == buffer``) and changes no indexed column. So the updates that stayed on their page
+tell the two causes apart: if even those were not HOT, an indexed column changes, and the ones
+that left their page (a table whose vacuum is off or behind fills its pages) would not be HOT
+with free space either. And while a horizon holder counts, pruning frees nothing on the page:
+updates leave it whatever the fillfactor.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vacuumlab.advise import horizon
 from vacuumlab.advise.context import Context, alter_table, label
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import Relation
@@ -28,6 +36,8 @@ NEWPAGE_VERY_HIGH = 0.5
 HOT_LOW = 0.5
 #: A share below this counts as none.
 NONE = 0.05
+#: Fewer updates than this staying on their page say nothing of why they were not HOT.
+MIN_STAYED = 100
 #: A fillfactor rewrite needs the window's updates to cover the table's rows this many times:
 #: the first update of each row on pages packed full by a load always leaves its page, so
 #: one pass (a bulk UPDATE, or the start of a workload) says nothing of the steady pattern.
@@ -52,6 +62,15 @@ class Updates:
     @property
     def newpage_share(self) -> float | None:
         return None if self.newpage is None else self.newpage / self.updates
+
+    @property
+    def stayed_hot_share(self) -> float | None:
+        """The HOT share of the updates whose new version stayed on its page. Those had
+        room, so only a changed indexed column kept them from being HOT (heap_update() in
+        heapam.c); None when too few stayed to tell."""
+        if self.newpage is None or self.updates - self.newpage < MIN_STAYED:
+            return None
+        return self.hot / (self.updates - self.newpage)
 
 
 def findings(ctx: Context) -> list[Finding]:
@@ -90,6 +109,9 @@ def _difference(before: Relation, after: Relation) -> Updates | None:
 
 def _finding(ctx: Context, rel: Relation, u: Updates) -> Finding:
     newpage = u.newpage_share
+    stayed_hot = u.stayed_hot_share
+    if newpage is not None and stayed_hot is not None and stayed_hot < NONE:
+        return _indexed(rel, u)  # even the updates that had room were not HOT
     if newpage is not None and newpage >= NEWPAGE_HIGH:
         return _leaving(ctx, rel, u, newpage)
     if u.hot_share < NONE and (newpage is None or newpage < NONE):
@@ -129,7 +151,7 @@ def _leaving(ctx: Context, rel: Relation, u: Updates, newpage: float) -> Finding
         "the table is rewritten (VACUUM FULL, CLUSTER or pg_repack — docs: ALTER TABLE … SET "
         "storage parameter)."
     )
-    missing = thin_evidence(rel, u)
+    missing = thin_evidence(rel, u) or (horizon.HELD_BACK if horizon.held(ctx) else "")
     if missing:
         return _make(rel, u, "info", title, f"{detail} {missing}")
     rec = _fillfactor(ctx, rel, target, newpage, growth)
@@ -180,8 +202,13 @@ def _indexed(rel: Relation, u: Updates) -> Finding:
             "The server (before PostgreSQL 16) does not report new-page updates, so a lack of "
             "room on the page is not ruled out; most often an indexed column changes."
         )
-    else:
+    elif u.newpage < NONE * u.updates:
         why = "Almost none went to another page: an indexed column changes in them."
+    else:
+        why = (
+            f"{u.newpage / u.updates:.0%} of them went to another page, but none of those that "
+            "stayed on theirs was HOT either: an indexed column changes in them."
+        )
     detail = (
         f"{why} Such updates can never be HOT and add an entry to every index, so fillfactor "
         "will not help; only leaving the updated column out of the indexes would."

@@ -101,7 +101,9 @@ def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recomme
         return "autovacuum is off for the whole server" + forced, _off_severity(t), []
     running = [v for v in ctx.now.vacuums if v.is_autovacuum]
     if len(running) >= ctx.workers:
-        return "every autovacuum worker is busy", "warning", []
+        # One server finding warns of it and says what to change (workers.py); one warning
+        # per waiting table would bury it.
+        return "every autovacuum worker is busy (see Cost budget and workers)", "info", []
     if t.dead > 0 and _vacuumed_recently(ctx, t):
         return _held_back(ctx, t)
     return "waiting for the launcher (it visits each database every naptime)", "info", []

@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
 from vacuumlab.advise.estimate import Duration, Estimate, estimates
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import Relation
+from vacuumlab.units import duration as duration_text
+from vacuumlab.units import rate as rate_text
 
 #: The churn study's best step runs autovacuum_naptime at 10 s.
 QUEUE_NAPTIME_S = 10
@@ -36,6 +39,12 @@ ASSUMPTIONS = (
     "only the throttled sleep is counted, the work itself adds to it"
 )
 _NO_INTERVAL = "run with --interval 60s for rates"
+SHARED_SLOW = (
+    "Other relations' vacuums outlast their cycles too, on the same shared budget: a cost "
+    "limit of each one's own would raise that budget many times over and take them out of "
+    "balancing (autovac_balance_cost in autovacuum.c). The budget is the one to change: see "
+    "Cost budget and workers."
+)
 _KIND = {"dead tuples": "vacuum", "inserts": "insert"}
 
 
@@ -47,30 +56,27 @@ def findings(ctx: Context) -> list[Finding]:
         return [_quiet(ctx.seconds)]
     naptime = ctx.setting("autovacuum_naptime", 60)
     fastest = _fastest_queue([e for e in active if _comes_and_goes(ctx, e)], naptime)
-    return [_finding(ctx, e, naptime, with_naptime=e is fastest) for e in active]
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    if seconds < 172_800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
-
-
-def rate_text(per_second: float) -> str:
-    return f"{per_second:,.1f}/s" if per_second < 100 else f"{per_second:,.0f}/s"
+    shared_slow = sum(_slow(e) and _balanced(e) for e in active) > 1
+    return [
+        _finding(ctx, e, naptime, with_naptime=e is fastest, shared_slow=shared_slow)
+        for e in active
+    ]
 
 
 # -- findings -----------------------------------------------------------------------------------
 
 
-def _finding(ctx: Context, e: Estimate, naptime: float, *, with_naptime: bool) -> Finding:
+def _finding(
+    ctx: Context, e: Estimate, naptime: float, *, with_naptime: bool, shared_slow: bool
+) -> Finding:
     slow = _slow(e)
+    detail = _detail(e, naptime, slow=slow)
+    if horizon.held(ctx) and (slow or with_naptime):
+        slow, with_naptime = False, False  # a faster or earlier vacuum removes nothing now
+        detail += " " + horizon.HELD_BACK
+    if slow and shared_slow and _balanced(e):
+        slow = False
+        detail += " " + SHARED_SLOW
     recommendations = _faster_vacuum(ctx, e) if slow else []
     if with_naptime:
         recommendations.append(_naptime(ctx, e, naptime))
@@ -80,10 +86,15 @@ def _finding(ctx: Context, e: Estimate, naptime: float, *, with_naptime: bool) -
         severity=severity,
         relation=e.name,
         title=_title(e, naptime),
-        detail=_detail(e, naptime, slow=slow),
+        detail=detail,
         evidence=_evidence(e, naptime),
         recommendations=recommendations,
     )
+
+
+def _balanced(e: Estimate) -> bool:
+    """The relation's vacuum shares the workers' cost budget (no cost settings of its own)."""
+    return e.duration is not None and e.duration.balanced
 
 
 def _slow(e: Estimate) -> bool:
@@ -104,7 +115,12 @@ def _comes_and_goes(ctx: Context, e: Estimate) -> bool:
     """Queue-like over the interval: it deleted at least as many rows as it holds. The churn
     study's naptime evidence is for such tables; a small table updated in place (a counter,
     pgbench_branches) has its dead versions pruned on the page, and a shorter naptime buys
-    it nothing worth a server-wide change."""
+    it nothing worth a server-wide change. Nor is a TOAST relation whose values are replaced:
+    a read fetches a value by its own chunk_id (toast_fetch_datum() in detoast.c, through the
+    TOAST index), never through the dead chunks of replaced values, so they cost space, which
+    the TOAST question reports, not latency."""
+    if e.thresholds.is_toast:
+        return False
     rel = e.thresholds.relation
     before = ctx.earlier(rel)
     if before is None or rel.n_tup_del is None or before.n_tup_del is None:

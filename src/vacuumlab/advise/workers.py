@@ -13,11 +13,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vacuumlab.advise import estimate, timing
+from vacuumlab.advise import estimate, horizon, timing
 from vacuumlab.advise.context import Context, alter_system, label
 from vacuumlab.model import cost as cm
+from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
+from vacuumlab.records.snapshot import Relation
 
 #: Recommend a budget this many times the pages per second needed.
 HEADROOM = 2.0
@@ -25,6 +27,8 @@ HEADROOM = 2.0
 BUSY_SHARE = 0.5
 #: A relation with at least this share of the need gets a cost limit of its own.
 HOT_SHARE = 0.5
+#: A relation past its threshold through an interval of this many naptimes waited for a slot.
+WAITED_NAPTIMES = 2.0
 ASSUMPTIONS = (
     "dead tuples packed as densely as live ones (reltuples / relpages to a page), each page "
     "costing vacuum_cost_page_hit + vacuum_cost_page_dirty: a lower bound, since dead tuples "
@@ -95,10 +99,9 @@ def _budget_finding(
     needed = sum(n.pages_per_second for n in needs)
     share = needed / budget
     hottest = max(needs, key=lambda n: n.pages_per_second, default=None)
-    recommendations = (
-        _more_budget(ctx, settings, needs, needed, hottest) if share >= BUSY_SHARE else []
-    )
-    severity: Severity = "warning" if share >= BUSY_SHARE else "info"
+    busy = share >= BUSY_SHARE and not horizon.held(ctx)  # held: more budget removes nothing
+    recommendations = _more_budget(ctx, settings, needs, needed, hottest) if busy else []
+    severity: Severity = "warning" if busy else "info"
     return Finding(
         question="workers",
         severity=severity,
@@ -107,7 +110,8 @@ def _budget_finding(
             f"dead tuples need {needed:,.0f} pages/s of vacuum; the cost budget allows "
             f"{budget:,.0f} ({share:.0%})"
         ),
-        detail=_budget_detail(settings, page_cost, budget, hottest, needed, unsized),
+        detail=_budget_detail(settings, page_cost, budget, hottest, needed, unsized)
+        + (f" {horizon.HELD_BACK}" if share >= BUSY_SHARE and not busy else ""),
         evidence=_budget_evidence(settings, page_cost, budget, needed, hottest, len(needs)),
         recommendations=recommendations,
     )
@@ -240,9 +244,10 @@ def _workers(ctx: Context) -> Finding:
     ]
     free = max(max_workers - len(running), 0)
     # With a worker free, a waiting relation only waits for the launcher's next round.
-    short = free == 0 and bool(waiting)
+    waited = _waited(ctx, busy)
+    short = (free == 0 and bool(waiting)) or bool(waited)
     severity: Severity = "warning" if short else "info"
-    detail = _workers_detail(waiting, free)
+    detail = _workers_detail(waiting, free) + _waited_detail(ctx, waited)
     recommendations = []
     if short:
         rec, note = _more_workers(ctx, max_workers, len(waiting))
@@ -255,6 +260,7 @@ def _workers(ctx: Context) -> Finding:
         title=(
             f"{len(running)} of {max_workers} autovacuum workers busy; relations past their "
             f"threshold without one: {len(waiting)}"
+            + (f"; {len(waited)} waited the whole {ctx.seconds or 0:,.0f} s" if waited else "")
         ),
         detail=detail,
         evidence={
@@ -262,8 +268,54 @@ def _workers(ctx: Context) -> Finding:
             "running": len(running),
             "free": free,
             "waiting": len(waiting),
+            "waited_the_interval": len(waited) if ctx.later is not None else None,
         },
         recommendations=recommendations,
+    )
+
+
+def _waited(ctx: Context, busy: set[int]) -> list[str]:
+    """Relations past their threshold in both snapshots, vacuumed by nobody in between and by
+    no worker at either end, over an interval of at least WAITED_NAPTIMES naptimes.
+
+    While a worker slot is free the launcher starts a worker in each database every
+    autovacuum_naptime / databases (launcher_determine_sleep, do_start_worker in
+    autovacuum.c), and a new worker takes any relation past its threshold that no other
+    worker holds. So a relation that waits several naptimes waited for a slot, whatever the
+    count of busy workers at the instant of either snapshot (a worker visiting another
+    database leaves its slot free for a moment)."""
+    seconds = ctx.seconds
+    naptime = ctx.setting("autovacuum_naptime", 60.0)
+    if ctx.later is None or seconds is None or seconds < WAITED_NAPTIMES * naptime:
+        return []
+    first = th.of_tables(ctx.snapshot.tables, ctx.settings, ctx.version)
+    before = {t.relation.oid for t in first if t.needs_vacuum}
+    busy_before = {v.relid for v in ctx.snapshot.vacuums if v.is_autovacuum}
+    owners = {t.toast.oid: t.heap for t in ctx.tables() if t.toast is not None}
+    waited = []
+    for t in ctx.thresholds:
+        rel = t.relation
+        then = ctx.earlier(rel)
+        if not t.needs_vacuum or rel.oid not in before or then is None:
+            continue
+        if rel.oid in busy or rel.oid in busy_before or _vacuumed_between(then, rel):
+            continue
+        waited.append(label(rel, owners.get(rel.oid)))
+    return waited
+
+
+def _vacuumed_between(then: Relation, now: Relation) -> bool:
+    return (then.autovacuum_count, then.vacuum_count) != (now.autovacuum_count, now.vacuum_count)
+
+
+def _waited_detail(ctx: Context, waited: list[str]) -> str:
+    if not waited:
+        return ""
+    shown = ", ".join(waited[:5]) + (f" and {len(waited) - 5} more" if len(waited) > 5 else "")
+    return (
+        f" Past their threshold at both snapshots, {ctx.seconds or 0:,.0f} s apart, and "
+        f"vacuumed by no worker in between: {shown}. With a slot free the launcher would have "
+        "sent a worker within a naptime: they waited for a slot."
     )
 
 

@@ -38,9 +38,21 @@ def findings(ctx: Context, *, warn_share: float = 0.75) -> list[Finding]:
     """``warn_share``: warn once an age passes this share of its freeze_max_age (the docs'
     advice: watch tables approaching it, not only past it)."""
     rate = _xid_rate(ctx)
-    ages = [*_databases(ctx), *(a for t in ctx.thresholds for a in _relation(ctx, t))]
+    ages = [
+        *_databases(ctx),
+        *(a for t in ctx.thresholds if _near(t, warn_share) for a in _relation(ctx, t)),
+    ]
     found = [_finding(ctx, a, rate if a.kind == "xid" else None, warn_share) for a in ages]
     return [f for f in found if f is not None]
+
+
+def _near(t: Thresholds, warn_share: float) -> bool:
+    """Whether either age could give a finding (_finding's own test): most relations are
+    nowhere near, and need no name."""
+    rel, limits = t.relation, t.effective.freeze
+    return (rel.frozenxid_age is not None and rel.frozenxid_age >= warn_share * limits.xid) or (
+        rel.minmxid_age is not None and rel.minmxid_age >= warn_share * limits.mxid
+    )
 
 
 def _relation(ctx: Context, t: Thresholds) -> list[_Age]:
