@@ -1,0 +1,128 @@
+"""``vacuumlab simulate``: the launcher and workers over the hours ahead, from two snapshots."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from vacuumlab.cli.advise import _emit, _sandbox_dsn, _seconds, _show, _waiting
+from vacuumlab.cli.options import DataDir, DsnArg, LimitOpt
+from vacuumlab.errors import VacuumlabError
+
+if TYPE_CHECKING:
+    from vacuumlab.model.whatif import Change
+    from vacuumlab.records.simulation import Simulation
+    from vacuumlab.records.snapshot import Snapshot
+
+#: Any version: the first check of a what-if, before the server's own is known.
+_ANY_VERSION = 10**7
+
+
+class SimulationFormat(StrEnum):
+    table = "table"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+def simulate_command(
+    dsn: DsnArg = None,
+    interval: Annotated[
+        str, typer.Option("--interval", help="Time between the two snapshots the rates come from.")
+    ] = "60s",
+    input_: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--input",
+            help="Two saved snapshots instead of a server, the earlier first: "
+            "--input a.json --input b.json.",
+        ),
+    ] = None,
+    hours: Annotated[float, typer.Option("--hours", help="How far ahead to simulate.")] = 24.0,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A what-if: setting=value for the server, schema.table.setting=value for a "
+            "table (schema.table.toast.setting=value for its TOAST relation). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        SimulationFormat, typer.Option("--format", help="table, json, md or html")
+    ] = SimulationFormat.table,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
+    limit: LimitOpt = 25,
+    data_dir: DataDir = None,
+) -> None:
+    """Simulate autovacuum's launcher and workers over the hours ahead: per table, how often
+    it is vacuumed, how long that takes, its peak of dead tuples and its wait for a worker.
+
+    Example: vacuumlab simulate postgresql://me@db/app --interval 2min --hours 24
+    --set autovacuum_naptime=15s --set public.jobs.autovacuum_vacuum_scale_factor=0.01
+    """
+    from vacuumlab.model.forecast import forecast
+    from vacuumlab.model.whatif import parse
+
+    if hours <= 0 or hours > 24 * 31:
+        raise VacuumlabError("--hours takes a number above 0 and up to 744 (31 days)")
+    changes = [parse(text) for text in sets or []]
+    changes = [_checked(c, _ANY_VERSION) for c in changes]
+    before, after = _snapshots(dsn, interval, input_, data_dir)
+    changes = [_checked(c, after.server.version_num) for c in changes]
+    sim = forecast(before, after, hours=hours, changes=changes)
+    _output(sim, fmt, output, limit)
+
+
+def _checked(change: Change, version: int) -> Change:
+    """The value in the setting's base unit, checked against its type, range and version."""
+    from dataclasses import replace
+
+    from vacuumlab.pg.knobs import knob
+
+    k = knob(change.setting)
+    value = k.in_base_unit(change.value)
+    k.check(value, change.scope, version)
+    return replace(change, value=value)
+
+
+def _snapshots(
+    dsn: str | None, interval: str, input_: list[Path] | None, data_dir: Path | None
+) -> tuple[Snapshot, Snapshot]:
+    from vacuumlab.records.snapshot import load_snapshot
+
+    if input_:
+        if dsn is not None or len(input_) != 2:
+            raise VacuumlabError("--input takes two snapshot files, the earlier first, and no DSN")
+        before, after = (load_snapshot(path) for path in input_)
+        if after.taken_at <= before.taken_at:
+            raise VacuumlabError(f"{input_[1]} was taken before {input_[0]}: give them in order")
+        return before, after
+    seconds = _seconds(interval)
+    assert seconds is not None
+    from vacuumlab.collect.advice import collect_two
+
+    return collect_two(
+        dsn or _sandbox_dsn(data_dir),
+        seconds,
+        on_wait=_waiting,
+        application_name="vacuumlab-simulate",
+    )
+
+
+def _output(sim: Simulation, fmt: SimulationFormat, output: Path | None, limit: int) -> None:
+    from vacuumlab.report import simulation as view
+
+    if fmt is SimulationFormat.table:
+        _show(view.render(sim, limit=limit), output)
+    elif fmt is SimulationFormat.json:
+        _emit(sim.dump_json() + "\n", output)
+    elif fmt is SimulationFormat.md:
+        _emit(view.render_markdown(sim), output)
+    else:
+        _emit(view.render_html(sim), output)
