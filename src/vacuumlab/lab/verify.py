@@ -1,0 +1,290 @@
+"""``vacuumlab advise --verify``: advice proven on the server it was made for.
+
+1. **Advise** as usual from two snapshots ``interval`` seconds apart, while the workload runs.
+2. **Before**: the relations the applied recommendations aim at, sampled at 1 Hz for
+   ``window`` seconds (:mod:`vacuumlab.collect.window`). A window of its own rather than the
+   advice's interval: which relations to watch is known only once the advice is made, and
+   two windows of the same length give comparable peaks and counts.
+3. **Apply** every recommendation the simulator models (``advise.whatif.change_for``); the
+   rest (fillfactor, session timeouts) and server settings that need a restart are skipped,
+   with the reason.
+4. **Settle** until each watched relation has had an autovacuum under the new settings (at
+   most one window), so the after window does not start with the dead tuples the old
+   settings let pile up. On a reload the launcher rebuilds its schedule for the new naptime
+   (HandleAutoVacLauncherInterrupts() → rebuild_database_list() in autovacuum.c), so that
+   first visit comes within one naptime as it now reads.
+5. **After**: the same relations, the same way, for ``window`` seconds.
+6. **Restore** every changed setting, however the run ends (an error, Ctrl-C, SIGTERM), with
+   the signals held off until it is done; then read each back.
+
+The simulator's prediction stands beside each measurement: ``model.forecast`` over a window as
+long as the measured ones, from the advice's two snapshots, without and with the changes.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from vacuumlab import __version__
+from vacuumlab.advise import advise
+from vacuumlab.advise.whatif import TOAST_SUFFIX, change_for
+from vacuumlab.collect.advice import collect_two
+from vacuumlab.collect.window import measure, until_vacuumed
+from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.lab.changes import Changes, TableChange
+from vacuumlab.lab.verdicts import judge
+from vacuumlab.model.forecast import forecast
+from vacuumlab.model.whatif import Change
+from vacuumlab.pg.connect import connect
+from vacuumlab.pg.settings import load_specs
+from vacuumlab.pg.target import Target
+from vacuumlab.records.advice import Advice, Finding, Recommendation
+from vacuumlab.records.simulation import Simulation
+from vacuumlab.records.snapshot import Relation, Snapshot
+from vacuumlab.records.verification import (
+    Prediction,
+    SkippedChange,
+    TableResult,
+    Verification,
+    WindowFigures,
+)
+
+Step = Callable[[str], None]
+#: The fewest relations watched when only server settings were advised, with no table named.
+BUSIEST = 5
+
+
+class Plan:
+    """Which recommendations a verification applies and which it leaves alone, and why."""
+
+    def __init__(self, advice: Advice, later: Snapshot, restart: set[str]) -> None:
+        heaps = {t.heap.qualified_name: t.heap for t in later.tables}
+        self.tables: list[TableChange] = []
+        self.server: list[Recommendation] = []
+        self.changes: list[Change] = []
+        self.pairs: list[tuple[Finding, Recommendation]] = []
+        self.skipped: list[SkippedChange] = []
+        seen: set[tuple[str | None, bool, str]] = set()
+        for finding, rec in advice.recommendations():
+            change = change_for(finding, rec)
+            why = _skip_reason(change, rec, restart, heaps)
+            key = (
+                (None, False, rec.setting)
+                if change is None
+                else (change.table, change.toast, rec.setting)
+            )
+            if why is None and key in seen:
+                why = "the same setting was already applied for this relation"
+            if why is not None:
+                self.skipped.append(_skipped(finding, rec, why))
+                continue
+            assert change is not None
+            seen.add(key)
+            self.pairs.append((finding, rec))
+            self.changes.append(change)
+            if change.table is None:
+                self.server.append(rec)
+            else:
+                self.tables.append(TableChange(change, heaps[change.table], rec))
+
+
+def _skip_reason(
+    change: Change | None, rec: Recommendation, restart: set[str], heaps: dict[str, Relation]
+) -> str | None:
+    if change is None:
+        return "not applied: the simulator does not model it, so nothing is predicted to check"
+    if change.table is None and rec.setting in restart:
+        return "not applied: it needs a server restart"
+    if change.table is not None and change.table not in heaps:
+        return "not applied: the table is not in the snapshot"
+    return None
+
+
+def _skipped(finding: Finding, rec: Recommendation, why: str) -> SkippedChange:
+    return SkippedChange(relation=finding.relation, setting=rec.setting, sql=rec.sql, reason=why)
+
+
+def verify(
+    dsn: str,
+    target: Target,
+    *,
+    interval: float,
+    window: float,
+    on_step: Step | None = None,
+) -> Verification:
+    """Advise over ``interval`` seconds, then measure, apply, measure and restore."""
+    step = on_step or (lambda _text: None)
+    step(f"advising over {interval:.0f} s (two snapshots)")
+    first, later = collect_two(dsn, interval, application_name="vacuumlab-verify")
+    advice = advise(first, later)
+    with connect(dsn, application_name="vacuumlab-verify") as session:
+        restart = {s.name for s in load_specs(session).values() if s.context == "postmaster"}
+    plan = Plan(advice, later, restart)
+    watched = _watched(plan, advice, later)
+    notes: list[str] = []
+    predicted = _predictions(first, later, plan.changes, window, watched, notes)
+    if not plan.pairs:
+        notes.append("no recommendation the simulator models: nothing was changed or measured")
+        return _record(advice, window, 0.0, plan, Changes(dsn, target), [], notes, restored=True)
+    step(f"measuring {len(watched)} relation(s) for {window:.0f} s before any change")
+    before = measure(dsn, watched.values(), window)
+    changes = Changes(dsn, target)
+    problems: list[str] = []
+    try:
+        step(f"applying {len(plan.pairs)} change(s); every one is restored at the end")
+        changes.apply_tables(plan.tables)
+        changes.apply_server(plan.server)
+        step(f"waiting (up to {window:.0f} s) for an autovacuum of each under the new settings")
+        settle = until_vacuumed(dsn, watched.values(), window)
+        step(f"measuring for {window:.0f} s (after {settle:.0f} s)")
+        after = measure(dsn, watched.values(), window)
+    finally:
+        step("restoring every changed setting")
+        with _signals_held():
+            problems = changes.restore()
+        step(
+            f"restored {len(changes.applied)} setting(s); each reads as before"
+            if not problems
+            else "NOT everything was restored: " + "; ".join(problems)
+        )
+    results = [
+        TableResult(
+            relation=name,
+            before=before.get(relid, _EMPTY),
+            after=after.get(relid, _EMPTY),
+            prediction=predicted.get(name),
+        )
+        for name, relid in watched.items()
+    ]
+    notes += problems
+    return _record(advice, window, settle, plan, changes, results, notes, restored=not problems)
+
+
+_EMPTY = WindowFigures(
+    seconds=0.0,
+    samples=0,
+    peak_dead=None,
+    mean_dead=None,
+    start_bytes=None,
+    end_bytes=None,
+    vacuums=None,
+)
+
+
+def _watched(plan: Plan, advice: Advice, later: Snapshot) -> dict[str, int]:
+    """The relations to measure, by label: those the applied recommendations' findings name;
+    with none named (server settings only), the busiest few by dead-tuple rate."""
+    oids = _oids(later)
+    names = [f.relation for f, _ in plan.pairs if f.relation is not None]
+    if not names and plan.pairs:
+        busiest = sorted(advice.tables, key=lambda t: -(t.dead_per_second or 0.0))
+        names = [t.relation for t in busiest[:BUSIEST] if (t.dead_per_second or 0.0) > 0]
+    return {name: oids[name] for name in dict.fromkeys(names) if name in oids}
+
+
+def _oids(snapshot: Snapshot) -> dict[str, int]:
+    """Each relation's oid by the label findings and forecasts use."""
+    found = {}
+    for table in snapshot.tables:
+        found[table.heap.qualified_name] = table.heap.oid
+        if table.toast is not None:
+            found[table.heap.qualified_name + TOAST_SUFFIX] = table.toast.oid
+    return found
+
+
+def _predictions(
+    first: Snapshot,
+    later: Snapshot,
+    changes: list[Change],
+    window: float,
+    watched: dict[str, int],
+    notes: list[str],
+) -> dict[str, Prediction]:
+    """The simulator over one window, without and with the changes, for each watched one."""
+    hours = window / 3600.0
+    try:
+        without = forecast(first, later, hours=hours)
+        with_ = forecast(first, later, hours=hours, changes=changes)
+    except VacuumlabError as exc:
+        notes.append(f"no prediction: {exc}")
+        return {}
+    return {
+        name: prediction
+        for name in watched
+        if (prediction := _prediction(without, with_, name, hours)) is not None
+    }
+
+
+def _prediction(
+    without: Simulation, with_: Simulation, name: str, hours: float
+) -> Prediction | None:
+    old, new = without.relation(name), with_.relation(name)
+    if old is None or new is None:
+        return None
+    return Prediction(
+        peak_dead_without=old.peak_dead,
+        peak_dead_with=new.peak_dead,
+        vacuums_per_hour_without=old.vacuums / hours,
+        vacuums_per_hour_with=new.vacuums / hours,
+    )
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is done (a restore must not be cut short), then
+    interrupt as they would have."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        caught.append(signum)
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    if caught:
+        raise Interrupted(signal.Signals(caught[0]).name)
+
+
+def _record(
+    advice: Advice,
+    window: float,
+    settle: float,
+    plan: Plan,
+    changes: Changes,
+    results: list[TableResult],
+    notes: list[str],
+    *,
+    restored: bool,
+) -> Verification:
+    measured = {r.relation: (r.relation, r.before, r.after) for r in results}
+    outcomes = []
+    for finding, rec in plan.pairs:
+        change = change_for(finding, rec)
+        assert change is not None
+        on = [measured[finding.relation]] if finding.relation in measured else []
+        if finding.relation is None:
+            on = list(measured.values())
+        outcomes.append(judge(rec.setting, rec.value, finding.relation, on))
+    return Verification(
+        vacuumlab_version=__version__,
+        advice=advice,
+        window_s=window,
+        settle_s=settle,
+        applied=changes.applied,
+        skipped=plan.skipped,
+        tables=results,
+        outcomes=outcomes,
+        restored=restored,
+        finished_at=datetime.now(UTC),
+        notes=notes,
+    )

@@ -1,0 +1,335 @@
+"""``advise --verify``: refused without consent on a named server, every change restored (also
+when the run is cut short), the verdicts' arithmetic, and end to end on a churning queue."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import execute, run_cli
+from scenarios.workloads import pgbench_load
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.lab.changes import Changes, TableChange
+from vacuumlab.lab.verdicts import judge
+from vacuumlab.lab.verify import verify
+from vacuumlab.model.whatif import Change
+from vacuumlab.pg.connect import connect
+from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.pg.target import Target
+from vacuumlab.records.advice import Recommendation
+from vacuumlab.records.snapshot import Relation
+from vacuumlab.records.verification import (
+    Verification,
+    WindowFigures,
+    load_verification,
+)
+from vacuumlab.report.verification import render_markdown
+
+#: What a verification may touch, read whole: every autovacuum setting of the server.
+SERVER_SETTINGS = (
+    "SELECT name, setting, source FROM pg_settings "
+    "WHERE name LIKE 'autovacuum%' OR name LIKE 'vacuum_cost%' ORDER BY name"
+)
+OPTIONS = (
+    "SELECT c.relname, c.reloptions, t.reloptions FROM pg_class c "
+    "LEFT JOIN pg_class t ON t.oid = c.reltoastrelid WHERE c.relnamespace = 'public'::regnamespace "
+    "AND c.relkind = 'r' ORDER BY c.relname"
+)
+
+
+def _read(dsn: str, query: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(query).fetchall()
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+def test_verify_on_a_named_server_needs_consent(sandbox: Sandbox) -> None:
+    """A DSN without --allow-alter-system: exit 2, one line saying why; nothing connected."""
+    proc = run_cli("advise", sandbox.dsn, "--interval", "1s", "--verify")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "--allow-alter-system" in lines[0]
+    assert "restored" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--allow-alter-system", "--verify"), "--verify needs --interval"),
+        (("--interval", "5s", "--verify-for", "5min"), "go with --verify"),
+        (("--interval", "5s", "--verify", "--allow-alter-system", "--verify-for", "x"),
+         "--verify-for takes seconds"),
+        (("--interval", "5s", "--verify", "--allow-alter-system", "--format", "html"),
+         "table, md or json"),
+    ],
+)  # fmt: skip
+def test_verify_options_are_checked_first(
+    sandbox: Sandbox, args: tuple[str, ...], message: str
+) -> None:
+    proc = run_cli("advise", sandbox.dsn, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# -- applying and restoring -------------------------------------------------------------------
+
+
+def _relation(dsn: str, name: str) -> Relation:
+    with connect(dsn) as session:
+        oid = session.scalar("SELECT %s::regclass::oid::bigint", [name])
+    fields = dict.fromkeys(Relation.model_fields)
+    fields |= {"oid": oid, "schema_name": "public", "name": name, "kind": "r", "reltuples": 0,
+               "relpages": 0, "relallvisible": 0, "n_indexes": 0, "reloptions": {}}  # fmt: skip
+    return Relation.model_validate(fields)
+
+
+def _table_change(
+    dsn: str, table: str, setting: str, value: str, toast: bool = False
+) -> TableChange:
+    change = Change(setting, value, table=f"public.{table}", toast=toast)
+    rec = Recommendation(
+        sql=f"-- {change}", reason="test", scope=change.scope, setting=setting, value=value,
+        impact=0.5,
+    )  # fmt: skip
+    return TableChange(change, _relation(dsn, table), rec)
+
+
+@pytest.fixture
+def tables(embedded_database: str) -> Iterator[str]:
+    execute(
+        embedded_database,
+        "CREATE TABLE jobs (id int PRIMARY KEY, body text) "
+        "WITH (autovacuum_vacuum_scale_factor = 0.3, toast.autovacuum_vacuum_threshold = 70)",
+        "CREATE TABLE plain (id int PRIMARY KEY)",
+    )
+    return embedded_database
+
+
+def test_every_change_is_restored_and_read_back(tables: str, sandbox: Sandbox) -> None:
+    """Table options set before (restored to their value), unset before (reset), a TOAST
+    option, and a server setting: after restore, pg_class and pg_settings read as before."""
+    options, settings = _read(tables, OPTIONS), _read(sandbox.dsn, SERVER_SETTINGS)
+    changes = Changes(tables, Target.of_sandbox(sandbox))
+    changes.apply_tables(
+        [
+            _table_change(tables, "jobs", "autovacuum_vacuum_scale_factor", "0.01"),
+            _table_change(tables, "jobs", "autovacuum_vacuum_cost_delay", "0"),
+            _table_change(tables, "jobs", "autovacuum_vacuum_threshold", "5", toast=True),
+            _table_change(tables, "plain", "autovacuum_enabled", "off"),
+        ]
+    )
+    changes.apply_server([_server_rec("autovacuum_naptime", "7s")])
+    changed = _read(tables, OPTIONS)
+    assert changed != options
+    assert "autovacuum_vacuum_cost_delay=0" in str(changed)
+    assert ("autovacuum_naptime", "7", "configuration file") in _read(sandbox.dsn, SERVER_SETTINGS)
+    assert changes.restore() == []
+    assert _read(tables, OPTIONS) == options
+    assert _read(sandbox.dsn, SERVER_SETTINGS) == settings
+    assert [a.restored for a in changes.applied] == [True] * 5
+    previous = {(a.relation, a.setting): a.previous for a in changes.applied}
+    assert previous == {
+        ("public.jobs", "autovacuum_vacuum_scale_factor"): "0.3",
+        ("public.jobs", "autovacuum_vacuum_cost_delay"): None,
+        ("public.jobs (TOAST)", "autovacuum_vacuum_threshold"): "70",
+        ("public.plain", "autovacuum_enabled"): None,
+        (None, "autovacuum_naptime"): "60",
+    }
+
+
+def _server_rec(setting: str, value: str) -> Recommendation:
+    return Recommendation(
+        sql=f"ALTER SYSTEM SET {setting} = '{value}'", reason="test", scope="server",
+        setting=setting, value=value, impact=0.5,
+    )  # fmt: skip
+
+
+def test_a_failed_change_is_still_undone(tables: str, sandbox: Sandbox) -> None:
+    """The second change fails (an out-of-range value): the first is restored all the same."""
+    options = _read(tables, OPTIONS)
+    changes = Changes(tables, Target.of_sandbox(sandbox))
+    with pytest.raises(psycopg.errors.InvalidParameterValue):
+        changes.apply_tables(
+            [
+                _table_change(tables, "plain", "autovacuum_vacuum_threshold", "10"),
+                _table_change(tables, "jobs", "autovacuum_vacuum_scale_factor", "-5"),
+            ]
+        )
+    assert _read(tables, OPTIONS) != options
+    assert changes.restore() == []
+    assert _read(tables, OPTIONS) == options
+
+
+# -- verdicts -----------------------------------------------------------------------------------
+
+
+def _window(peak: int, vacuums: int, start: int = 100_000, end: int = 100_000) -> WindowFigures:
+    return WindowFigures(
+        seconds=60, samples=61, peak_dead=peak, mean_dead=peak / 2, start_bytes=start,
+        end_bytes=end, vacuums=vacuums,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("setting", "before", "after", "verdict"),
+    [
+        ("autovacuum_vacuum_scale_factor", _window(40_000, 1), _window(10_000, 4),
+         "moved as advised"),
+        # Fewer dead tuples but no more vacuums: a threshold's promise is not kept.
+        ("autovacuum_vacuum_scale_factor", _window(40_000, 1), _window(10_000, 1),
+         "did not move"),
+        # Within the margin: one window's sawtooth against another's.
+        ("autovacuum_naptime", _window(40_000, 1), _window(37_000, 3), "did not move"),
+        # The table grew by far more after: bloat growth up.
+        ("autovacuum_vacuum_cost_delay", _window(40_000, 1),
+         _window(10_000, 1, end=300_000), "did not move"),
+        ("autovacuum_vacuum_cost_delay", _window(40_000, 1), _window(30_000, 1),
+         "moved as advised"),
+        ("autovacuum_freeze_max_age", _window(40_000, 1), _window(10_000, 4),
+         "not measurable here"),
+    ],
+)  # fmt: skip
+def test_verdicts(setting: str, before: WindowFigures, after: WindowFigures, verdict: str) -> None:
+    outcome = judge(setting, "1", "public.q", [("public.q", before, after)])
+    assert outcome.verdict == verdict, outcome.detail
+
+
+def test_a_server_setting_with_no_table_is_judged_on_every_watched_one() -> None:
+    moved, stayed = (
+        (_window(40_000, 1), _window(10_000, 4)),
+        (_window(40_000, 1), _window(40_000, 1)),
+    )
+    outcome = judge("autovacuum_naptime", "10", None, [("a", *moved), ("b", *stayed)])
+    assert outcome.verdict == "did not move"
+    assert "(b)" in outcome.detail
+    assert "(a)" not in outcome.detail
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+QUEUE_SCRIPT = """INSERT INTO queue (payload) VALUES (repeat('j', 40));
+DELETE FROM queue WHERE id = (SELECT id FROM queue ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED);
+"""
+
+
+def _queue(dsn: str, tmp_path: Path) -> Path:
+    """A queue with a backlog of 1,000 jobs; returns the pgbench script that churns it."""
+    execute(
+        dsn,
+        "CREATE TABLE queue (id bigserial PRIMARY KEY, payload text NOT NULL)",
+        "INSERT INTO queue (payload) SELECT repeat('j', 40) FROM generate_series(1, 1000)",
+        "VACUUM (ANALYZE) queue",
+    )
+    script = tmp_path / "queue.sql"
+    script.write_text(QUEUE_SCRIPT)
+    return script
+
+
+@pytest.mark.slow
+def test_verify_a_churning_queue(embedded_database: str, sandbox: Sandbox, tmp_path: Path) -> None:
+    """A queue under the server's defaults: the advice (a lower scale factor, no cost delay, a
+    shorter naptime) applied, the dead-tuple peak measured lower after it, the simulator's
+    prediction beside it, and every setting restored."""
+    script = _queue(embedded_database, tmp_path)
+    options, settings = _read(embedded_database, OPTIONS), _read(sandbox.dsn, SERVER_SETTINGS)
+    with pgbench_load(sandbox, embedded_database, 140, script=script):
+        result = verify(embedded_database, Target.of_sandbox(sandbox), interval=30, window=25)
+    assert _read(embedded_database, OPTIONS) == options
+    assert _read(sandbox.dsn, SERVER_SETTINGS) == settings
+    assert result.restored
+    assert all(a.restored for a in result.applied)
+    applied = {(a.relation, a.setting) for a in result.applied}
+    assert ("public.queue", "autovacuum_vacuum_scale_factor") in applied, result.skipped
+    queue = result.table("public.queue")
+    assert queue is not None
+    assert queue.prediction is not None
+    assert queue.before.peak_dead
+    assert queue.after.peak_dead is not None
+    assert queue.after.peak_dead < queue.before.peak_dead, queue
+    assert queue.prediction.peak_dead_with < queue.prediction.peak_dead_without
+    scale = next(o for o in result.outcomes if o.setting == "autovacuum_vacuum_scale_factor")
+    assert scale.verdict == "moved as advised", scale.detail
+    # The record round-trips and renders.
+    path = tmp_path / "verification.json"
+    path.write_text(result.dump_json())
+    assert load_verification(path) == result
+    assert "| public.queue |" in render_markdown(result)
+
+
+@pytest.mark.slow
+def test_ctrl_c_restores_everything(
+    embedded_database: str, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """Ctrl-C while the changes are in place (a named server, with consent): exit 130, and
+    every table and server setting reads as before."""
+    script = _queue(embedded_database, tmp_path)
+    options, settings = _read(embedded_database, OPTIONS), _read(sandbox.dsn, SERVER_SETTINGS)
+    command = [sys.executable, "-m", "vacuumlab", "advise", embedded_database, "--interval",
+               "30s", "--verify", "--verify-for", "60s", "--allow-alter-system"]  # fmt: skip
+    with pgbench_load(sandbox, embedded_database, 100, script=script):
+        proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if line.startswith("· measuring for"):  # applied, settled, measuring: cut it short
+                proc.send_signal(signal.SIGINT)
+                break
+        _, rest = proc.communicate(timeout=60)
+    assert proc.returncode == 130, "".join(seen) + rest
+    assert "restored" in rest
+    assert any("applying" in line for line in seen)
+    assert _read(embedded_database, OPTIONS) == options
+    assert _read(sandbox.dsn, SERVER_SETTINGS) == settings
+
+
+# -- the record ---------------------------------------------------------------------------------
+
+
+def test_a_foreign_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "advice.json"
+    path.write_text('{"kind": "vacuumlab.advice"}')
+    with pytest.raises(VacuumlabError, match="not a vacuumlab verification"):
+        load_verification(path)
+
+
+def test_markdown_escapes_database_names(sample_verification: Verification) -> None:
+    text = render_markdown(sample_verification)
+    assert "public.a\\|b" in text
+    assert "| public.a|b |" not in text
+
+
+@pytest.fixture
+def sample_verification() -> Verification:
+    from vacuumlab.records.advice import Advice
+    from vacuumlab.records.snapshot import ServerInfo
+    from vacuumlab.records.verification import TableResult
+
+    server = ServerInfo(
+        version_num=180006, version="PostgreSQL 18.6", database="app", user="me",
+        is_superuser=True, in_recovery=False, block_size=8192, can_read_all_stats=True,
+        extensions=frozenset(), columns=frozenset(),
+    )  # fmt: skip
+    now = datetime.now(UTC)
+    advice = Advice(vacuumlab_version="0", taken_at=now, interval_s=30, server=server)
+    return Verification(
+        vacuumlab_version="0",
+        advice=advice,
+        window_s=30,
+        settle_s=4,
+        tables=[TableResult(relation="public.a|b", before=_window(9, 1), after=_window(3, 2))],
+        restored=True,
+        finished_at=now,
+    )
