@@ -19,12 +19,13 @@ from vacuumlab.store import Store
 from vacuumlab.studies.churn import ChurnRun
 from vacuumlab.studies.cost_driver import CostDriverRun
 from vacuumlab.studies.fillfactor import FillfactorRun
+from vacuumlab.studies.scheduling import SchedulingRun
 from vacuumlab.studies.toast import ToastRun
 
 AnyRun = StudyRun[Any, Any]
 
 STUDIES: dict[str, type[AnyRun]] = {
-    run.study: run for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun)
+    run.study: run for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun, SchedulingRun)
 }
 
 
