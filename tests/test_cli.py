@@ -19,12 +19,19 @@ from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.records.fillfactor import FillfactorConfig
 from vacuumlab.records.params import Config
 from vacuumlab.records.publication import Publication
+from vacuumlab.records.scheduling import SchedulingConfig
 from vacuumlab.records.toast import ToastConfig
-from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
+from vacuumlab.studies import (
+    churn_spec,
+    cost_driver_spec,
+    fillfactor_spec,
+    scheduling_spec,
+    toast_spec,
+)
 
-PUBLICATIONS: dict[str, Publication] = {
+PUBLICATIONS: dict[str, Publication | None] = {
     spec.STUDY: spec.PUBLICATION
-    for spec in (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec)
+    for spec in (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec)
 }
 
 
@@ -43,7 +50,7 @@ GROUPS = {("sandbox",), ("run",)}
 def test_command_tree_is_complete() -> None:
     expected = (
         {"sandbox", "snapshot", "demo", "version", "run", "run churn", "run cost-driver"}
-        | {"report", "runs", "advise", "run toast", "run fillfactor"}
+        | {"report", "runs", "advise", "simulate", "run toast", "run fillfactor", "run scheduling"}
         | {
             f"sandbox {c}"
             for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")
@@ -282,7 +289,11 @@ def test_help_names_publications_not_seed_files(command: tuple[str, ...]) -> Non
     text = _help(command)
     assert not re.search(r"seed \d", text), text
     if command[0] == "run" and len(command) == 2:
-        assert PUBLICATIONS[command[1]].title in text
+        publication = PUBLICATIONS[command[1]]
+        if publication is None:
+            assert "no published work is reproduced" in text, text
+        else:
+            assert publication.title in text
 
 
 @pytest.mark.parametrize(
@@ -294,6 +305,7 @@ def test_help_names_publications_not_seed_files(command: tuple[str, ...]) -> Non
         (("run", "cost-driver"), CostDriverConfig, "--dead", "dead_pcts"),
         (("run", "fillfactor"), FillfactorConfig, "--seconds", "seconds"),
         (("run", "toast"), ToastConfig, "--width", "width"),
+        (("run", "scheduling"), SchedulingConfig, "--seconds", "seconds"),
     ],
 )
 def test_options_left_to_the_preset_show_each_presets_value(

@@ -1,4 +1,4 @@
-"""The churn report as a reader sees it: opened in headless Chromium (Debian's chromium).
+"""The reports as a reader sees them: opened in headless Chromium (Debian's chromium).
 
 Skipped when Chromium is absent; .ci/run installs it.
 """
@@ -88,3 +88,30 @@ def test_charts_are_visible(report: Path, tmp_path: Path) -> None:
     # The charts have colour (lines, shading), not only black text on white.
     saturated = (pixels.max(axis=-1) - pixels.min(axis=-1)) > 0.25
     assert np.count_nonzero(saturated) > 5000
+
+
+def test_the_simulation_page_opens_clean_with_its_timeline(tmp_path: Path) -> None:
+    """`vacuumlab simulate --format html` as a reader opens it: its worker timeline drawn,
+    a table named like markup shown as text."""
+    from advise_fixtures import changed, relation, snapshot
+    from vacuumlab.model.forecast import forecast
+    from vacuumlab.records.snapshot import Table
+    from vacuumlab.report.simulation import render_html
+
+    name = "<script>alert(1)</script>"
+    queue = relation(100, name, reltuples=1000.0, relpages=20, n_live_tup=1000)
+    later = changed(queue, n_dead_tup=6000, n_tup_del=6000)
+    sim = forecast(
+        snapshot(Table(heap=queue, toast=None)),
+        snapshot(Table(heap=later, toast=None), seconds=60),
+        hours=2,
+    )
+    page = tmp_path / "simulation.html"
+    page.write_text(render_html(sim))
+    result = chromium(page, tmp_path / "profile", "--dump-dom")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert console_errors(result.stderr) == []
+    dom = result.stdout
+    assert "<script" not in dom
+    assert "public.&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    assert dom.count("<svg") == 1

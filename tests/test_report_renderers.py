@@ -18,6 +18,7 @@ from rich.console import Console
 from cost_driver_fixtures import make_cost_driver_run
 from fillfactor_fixtures import make_fillfactor_run
 from report_fixtures import make_churn_run
+from scheduling_fixtures import make_scheduling_run
 from test_report_advice import full_advice
 from toast_fixtures import make_toast_run
 from vacuumlab.report import RENDERERS, advice_text
@@ -25,14 +26,21 @@ from vacuumlab.report.advice_html import render_html
 from vacuumlab.report.advice_md import render_markdown
 from vacuumlab.report.churn_text import summary_table
 from vacuumlab.store import Store
-from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
+from vacuumlab.studies import (
+    churn_spec,
+    cost_driver_spec,
+    fillfactor_spec,
+    scheduling_spec,
+    toast_spec,
+)
 
-SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec)
+SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec)
 MAKERS: dict[str, Callable[[Store], int]] = {
     churn_spec.STUDY: lambda s: make_churn_run(s, steps=2),
     cost_driver_spec.STUDY: lambda s: make_cost_driver_run(s, repeat=1, manual=True),
     fillfactor_spec.STUDY: lambda s: make_fillfactor_run(s, repeat=2),
     toast_spec.STUDY: lambda s: make_toast_run(s),
+    scheduling_spec.STUDY: lambda s: make_scheduling_run(s),
 }
 
 
@@ -78,6 +86,7 @@ REPORT_MODULES = (
     "vacuumlab.report.cost_driver",
     "vacuumlab.report.fillfactor",
     "vacuumlab.report.toast",
+    "vacuumlab.report.scheduling",
     "vacuumlab.report.advice_md",
     "vacuumlab.report.advice_html",
     "vacuumlab.report.advice_text",
@@ -140,9 +149,15 @@ def test_no_report_names_a_seed_file(pages: dict[str, Path]) -> None:
 
 
 def test_each_study_report_names_its_publication(pages: dict[str, Path]) -> None:
+    """A study that reproduces a published work cites it; one that has none (scheduling
+    validates the simulator) says so, and cites nothing."""
     for study, path in pages.items():
         html = path.read_text(encoding="utf-8")
         publication = PUBLICATIONS[study]
+        if publication is None:
+            assert "no published work is reproduced" in html, study
+            assert "The published work it reproduces" not in html, study
+            continue
         assert str(escape(publication.cite())) in html, study
         assert publication.short() in html or study == churn_spec.STUDY, study
 

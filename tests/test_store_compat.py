@@ -30,10 +30,14 @@ def old_store(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_old_store_holds_every_study(old_store: Path) -> None:
+#: Studies added after the old store was written: it cannot hold them.
+NEWER = {"scheduling"}
+
+
+def test_the_old_store_holds_every_study_of_its_time(old_store: Path) -> None:
     with Store.open(old_store) as store:
         studies = {run.study for run in store.runs()}
-    assert studies == set(STUDIES)
+    assert studies == set(STUDIES) - NEWER
 
 
 def test_each_runs_config_reads_back_as_stored(old_store: Path) -> None:

@@ -1,6 +1,7 @@
 """The ``vacuumlab`` command: parses, calls the library, picks an output format.
 
-Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``, ``report``);
+Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``,
+``simulate``, ``report``);
 this one builds the app and turns errors into one line. Errors the user can act on
 (:class:`VacuumlabError`) print one line and exit with 2; Ctrl-C and SIGTERM unwind cleanly
 (servers started here are stopped) and exit with 130.
@@ -19,6 +20,7 @@ from vacuumlab.cli.options import err, out
 from vacuumlab.cli.report import report, runs
 from vacuumlab.cli.run import run_app
 from vacuumlab.cli.sandbox import demo, sandbox_app
+from vacuumlab.cli.simulate import simulate_command
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import default_dir, interrupt_on_signals
 
@@ -33,6 +35,7 @@ app = typer.Typer(
 app.add_typer(sandbox_app, name="sandbox")
 app.command("snapshot")(snapshot)
 app.command("advise")(advise_command)
+app.command("simulate")(simulate_command)
 app.command("demo")(demo)
 app.add_typer(run_app, name="run")
 app.command("report")(report)

@@ -105,7 +105,7 @@ class AdviceFormat(StrEnum):
     html = "html"
 
 
-def _seconds(text: str | None) -> float | None:
+def _seconds(text: str | None, option: str = "--interval") -> float | None:
     """``60``, ``60s``, ``2min`` → seconds."""
     if text is None:
         return None
@@ -115,9 +115,9 @@ def _seconds(text: str | None) -> float | None:
     try:
         value = float(number) * units[unit]
     except (ValueError, KeyError):
-        raise VacuumlabError(f"--interval takes seconds, e.g. 60s or 2min, not {text!r}") from None
+        raise VacuumlabError(f"{option} takes seconds, e.g. 60s or 2min, not {text!r}") from None
     if value <= 0:
-        raise VacuumlabError("--interval must be positive")
+        raise VacuumlabError(f"{option} must be positive")
     return value
 
 
@@ -142,11 +142,44 @@ def advise_command(
     exact: ExactOpt = False,
     limit: LimitOpt = 25,
     data_dir: DataDir = None,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Then prove the advice: measure, apply what the simulator models, measure "
+            "again and restore every setting. Changes the server: the sandbox, or a DSN with "
+            "--allow-alter-system. Needs --interval.",
+        ),
+    ] = False,
+    verify_for: Annotated[
+        str | None,
+        typer.Option(
+            "--verify-for",
+            help="Length of each measuring window of --verify, before and after the changes "
+            "(e.g. 5min) [default: as long as --interval].",
+            show_default=False,
+        ),
+    ] = None,
+    allow_alter_system: Annotated[
+        bool,
+        typer.Option(
+            "--allow-alter-system",
+            help="Let --verify change this server's settings (ALTER SYSTEM, ALTER TABLE); "
+            "all are restored at the end.",
+        ),
+    ] = False,
 ) -> None:
-    """Say, per table, where autovacuum stands and what to change, as SQL. Read-only.
+    """Say, per table, where autovacuum stands and what to change, as SQL. Read-only, except
+    with --verify, which applies the advice for a while and measures what it did.
 
     Example: vacuumlab advise postgresql://me@db/app --interval 60s --format md -o advice.md
+
+    Example: vacuumlab advise --interval 30s --verify   (on the running sandbox)
     """
+    if verify or verify_for is not None or allow_alter_system:
+        _verify(dsn, interval, verify_for, allow_alter_system, fmt, output, input_, exact,
+                data_dir, verify=verify)  # fmt: skip
+        return
     from vacuumlab.advise import advise
     from vacuumlab.collect.advice import collect_advice
     from vacuumlab.records.snapshot import load_snapshot
@@ -166,6 +199,70 @@ def advise_command(
         _show(render(advice, limit=limit), output)
     else:
         _emit(_advice_text(advice, fmt), output)
+
+
+def _verify(
+    dsn: str | None,
+    interval: str | None,
+    verify_for: str | None,
+    allow_alter_system: bool,
+    fmt: AdviceFormat,
+    output: Path | None,
+    input_: list[Path] | None,
+    exact: bool,
+    data_dir: Path | None,
+    *,
+    verify: bool,
+) -> None:
+    """``--verify``: checked first (one line each), then run on the sandbox or the DSN."""
+    from vacuumlab.lab.verify import verify as run_verification
+    from vacuumlab.pg.target import Target
+    from vacuumlab.report.verification import render, render_markdown
+
+    if not verify:
+        raise VacuumlabError("--verify-for and --allow-alter-system go with --verify")
+    if dsn is not None and not allow_alter_system:
+        raise VacuumlabError(
+            "--verify changes server and table settings for a while: on a server you name, "
+            "pass --allow-alter-system to allow it (everything is restored), or verify on the "
+            "sandbox (no DSN)"
+        )
+    if input_ or exact:
+        raise VacuumlabError("--verify measures a live server: give no --input and no --exact")
+    if fmt is AdviceFormat.html:
+        raise VacuumlabError("--verify writes table, md or json")
+    seconds = _seconds(interval)
+    if seconds is None:
+        raise VacuumlabError("--verify needs --interval (e.g. 30s): the advice needs rates")
+    window = _seconds(verify_for, "--verify-for") or seconds
+    if dsn is None:
+        sandbox = Sandbox.open(data_dir)
+        target = Target.of_sandbox(_running(sandbox))
+        dsn = sandbox.dsn
+    else:
+        target = Target.of_dsn(dsn, allow_alter_system=True, pg_bin=None)
+    least, most = seconds + 2 * window, seconds + 3 * window
+    err.print(f"· --verify takes {least:.0f} to {most:.0f} s: keep the workload running throughout")
+    result = run_verification(dsn, target, interval=seconds, window=window, on_step=_step)
+    if fmt is AdviceFormat.table:
+        _show(render(result), output)
+    elif fmt is AdviceFormat.md:
+        _emit(render_markdown(result), output)
+    else:
+        _emit(result.dump_json() + "\n", output)
+
+
+def _running(sandbox: Sandbox) -> Sandbox:
+    if not sandbox.is_running():
+        raise VacuumlabError(
+            f"no DSN given and no sandbox running in {sandbox.directory}: "
+            "run `vacuumlab sandbox start`, or pass a DSN with --allow-alter-system"
+        )
+    return sandbox
+
+
+def _step(text: str) -> None:
+    err.print(f"· {text}")
 
 
 def _waiting(seconds: float) -> None:

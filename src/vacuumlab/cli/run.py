@@ -29,9 +29,16 @@ from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.records.fillfactor import FillfactorConfig
 from vacuumlab.records.params import Config, field_names
 from vacuumlab.records.publication import Publication
+from vacuumlab.records.scheduling import SchedulingConfig
 from vacuumlab.records.toast import ToastConfig
 from vacuumlab.store import Store
-from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
+from vacuumlab.studies import (
+    churn_spec,
+    cost_driver_spec,
+    fillfactor_spec,
+    scheduling_spec,
+    toast_spec,
+)
 
 run_app = typer.Typer(
     help="Run a study and record it in the results store.",
@@ -40,9 +47,11 @@ run_app = typer.Typer(
 )
 
 
-def _study_help(publication: Publication, what: str, example: str) -> str:
-    """A run command's help: what it measures, the published work it reproduces, an example."""
-    return f"{what} Reproduces {publication.cite()}.\n\nExample: {example}"
+def _study_help(publication: Publication | None, what: str, example: str) -> str:
+    """A run command's help: what it measures, the published work it reproduces (if any), an
+    example."""
+    source = f" Reproduces {publication.cite()}." if publication is not None else ""
+    return f"{what}{source}\n\nExample: {example}"
 
 
 ReportDirOpt = Annotated[
@@ -86,7 +95,7 @@ Overrides = Callable[..., dict[str, Any]]
 
 def study_command(
     config: type[Config],
-    about: tuple[Publication, str, str],
+    about: tuple[Publication | None, str, str],
     preset_help: str,
     *,
     alter_system: bool = True,
@@ -305,6 +314,43 @@ def run_fillfactor(
         "clients": clients,
         "shared_buffers": shared_buffers,
     }
+
+
+@study_command(
+    SchedulingConfig,
+    (
+        scheduling_spec.PUBLICATION,
+        "Forty tables churned from hot to quiet under arms of autovacuum workers and naptime: "
+        "the simulator's prediction against what PostgreSQL did. " + scheduling_spec.ABOUT,
+        "vacuumlab run scheduling --preset quick --seconds 120",
+    ),
+    "quick (2 arms × 170 s, about 7 min) or paper (4 arms × 600 s).",
+)
+def run_scheduling(
+    seconds: Annotated[int | None, typer.Option(help="Load per arm, in seconds.")] = None,
+    warmup: Annotated[
+        int | None, typer.Option(help="Seconds into the load of the first snapshot.")
+    ] = None,
+    interval: Annotated[
+        int | None, typer.Option(help="Seconds between the two snapshots the rates come from.")
+    ] = None,
+    tables: Annotated[int | None, typer.Option(help="Tables in the workload.")] = None,
+    quiet: Annotated[int | None, typer.Option(help="Of those, tables with no load.")] = None,
+    rows: Annotated[int | None, typer.Option(help="Rows per table.")] = None,
+    spread: Annotated[
+        float | None, typer.Option(help="Churn of the busiest table over the slowest busy one.")
+    ] = None,
+    clients: Annotated[
+        int | None, typer.Option(help="pgbench clients [default: 2 per core].", show_default=False)
+    ] = None,
+    jobs: Annotated[int | None, typer.Option(help=_JOBS_HELP, show_default=False)] = None,
+    repeat: Annotated[int | None, typer.Option(help="Repetitions of each arm.")] = None,
+) -> dict[str, Any]:
+    return {
+        "seconds": seconds, "warmup": warmup, "interval": interval, "tables": tables,
+        "quiet": quiet, "rows": rows, "spread": spread, "clients": clients, "jobs": jobs,
+        "repeat": repeat,
+    }  # fmt: skip
 
 
 def run_study(

@@ -27,6 +27,7 @@ _MODULES = {
     "cost-driver": "vacuumlab.report.cost_driver",
     "fillfactor": "vacuumlab.report.fillfactor",
     "toast": "vacuumlab.report.toast",
+    "scheduling": "vacuumlab.report.scheduling",
 }
 
 

@@ -56,6 +56,8 @@ _BLOCK_START = re.compile(r"^(\d+)([.)])|^([-+=])")
 def md_text(value: str) -> str:
     """Database text as inline Markdown: on one line, with nothing interpreted."""
     flat = " ".join(value.splitlines())
+    if _INLINE.search(flat) is None:  # most cells: a number, a plain name
+        return flat
     return _INLINE.sub(lambda m: "\\" + m.group(0), flat)
 
 
@@ -132,6 +134,8 @@ def _md_change(rec: RecommendationView) -> str:
     ]
     if rec.evidence is not None:
         lines += ["", f"Evidence: {md_text(rec.evidence)}"]
+    if rec.simulated is not None:
+        lines += ["", f"Predicted: {md_text(rec.simulated)}"]
     indent = " " * len(marker)
     return marker + "\n".join(lines[:1] + [indent + line if line else "" for line in lines[1:]])
 

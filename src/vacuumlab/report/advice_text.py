@@ -58,6 +58,8 @@ def _changes(advice: Advice) -> RenderableType:
         why = Text(rec.reason)
         if rec.evidence:
             why.append(f"\nevidence: {rec.evidence}", style="dim")
+        if rec.simulated:
+            why.append(f"\npredicted: {rec.simulated}", style="cyan")
         table.add_row(str(number), Text(rec.sql, style="cyan"), why)
     return table
 

@@ -122,6 +122,7 @@ class RecommendationView:
     value: str
     impact: str
     evidence: str | None
+    simulated: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +213,7 @@ def _recommendation(rank: int, finding: Finding, rec: Recommendation) -> Recomme
         value=rec.value,
         impact=f"{rec.impact:.2f}",
         evidence=rec.evidence,
+        simulated=rec.simulated,
     )
 
 

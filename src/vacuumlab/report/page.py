@@ -87,7 +87,7 @@ class Header:
     """What every report shows above its own sections."""
 
     run_id: int
-    publication: Publication  # the published work the study reproduces
+    publication: Publication | None  # the published work the study reproduces, if any
     status: str
     notices: list[str]
     note: str | None
@@ -95,6 +95,7 @@ class Header:
     machine: Rows
     params: Rows
     server_settings: Rows
+    about: str | None = None  # what a study without a publication is for
 
 
 def status_notice(status: str, unit: str = "points") -> list[str]:
@@ -147,7 +148,12 @@ def settings_rows(run: Run) -> Rows:
 
 
 def header(
-    run: Run, publication: Publication, notices: list[str], overview_rows: Rows, params: Rows
+    run: Run,
+    publication: Publication | None,
+    notices: list[str],
+    overview_rows: Rows,
+    params: Rows,
+    about: str | None = None,
 ) -> Header:
     return Header(
         run_id=run.id,
@@ -159,6 +165,7 @@ def header(
         machine=machine_rows(run.machine),
         params=params,
         server_settings=settings_rows(run),
+        about=about,
     )
 
 
