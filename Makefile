@@ -51,6 +51,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/snapshot_scale.py
 	$(BIN)/python bench/churn_overhead.py
 	$(BIN)/python bench/advise_scale.py
+	$(BIN)/python bench/simulate_scale.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
