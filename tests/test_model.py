@@ -294,9 +294,22 @@ def test_dead_rate_just_after_a_vacuum_counts_what_pruning_cannot_take_back() ->
     found = rates.between(before, after, 20.0, taken)
     assert found is not None
     assert found.dead_per_second == (5_000 + 1_000) / 20.0
+    # Nine seconds after the vacuum: 900 counted since (100/s) is less than the 6,000 the
+    # non-HOT updates and deletes left over the 20 s (300/s), so the interval's figure stands.
     later = after.model_copy(
         update={"n_dead_tup": 900, "last_autovacuum": taken - timedelta(seconds=9)}
     )
     found = rates.between(before, later, 20.0, taken)
     assert found is not None
-    assert found.dead_per_second == 100.0
+    assert found.dead_per_second == 300.0
+    assert found.dead_source == (
+        "non-HOT updates and deletes over the interval (a vacuum in between)"
+    )
+    # 4,500 counted since (500/s) is more: HOT versions not yet pruned count too.
+    crowded = later.model_copy(update={"n_dead_tup": 4_500})
+    found = rates.between(before, crowded, 20.0, taken)
+    assert found is not None
+    assert (found.dead_per_second, found.dead_source) == (
+        500.0,
+        "n_dead_tup since the vacuum in between",
+    )

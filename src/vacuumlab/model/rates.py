@@ -1,8 +1,9 @@
 """Rates between two snapshots, and when a relation next passes a threshold at those rates.
 
 Dead tuples per second come from ``n_dead_tup``: its growth when no vacuum ran in between,
-else its count since that vacuum ended. ``n_tup_upd + n_tup_del`` would overstate them: page
-pruning removes dead versions between vacuums and lowers ``n_dead_tup``
+else its count since that vacuum ended or, when more, the non-HOT updates and deletes over the
+interval (whose old versions stay counted when pruned). ``n_tup_upd + n_tup_del`` would
+overstate them: page pruning removes HOT versions between vacuums and lowers ``n_dead_tup``
 (pgstat_update_heap_dead_tuples() in pgstat_relation.c). Inserts per second come from
 ``n_tup_ins``.
 """
@@ -57,12 +58,19 @@ def _dead_rate(
         return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
     ends = [t for t in (after.last_vacuum, after.last_autovacuum) if t is not None]
     since = (taken_at - max(ends)).total_seconds() if ends else seconds
-    if since < SHORT_SINCE_S and after.n_dead_tup == 0:
-        left = _left_dead(before, after)
-        if left is not None:
-            return left / seconds, "non-HOT updates and deletes (a vacuum ended just before)"
+    left = _left_dead(before, after)
+    if since < SHORT_SINCE_S and after.n_dead_tup == 0 and left is not None:
+        return left / seconds, "non-HOT updates and deletes (a vacuum ended just before)"
     since = min(max(since, 1.0), seconds)
-    return after.n_dead_tup / since, "n_dead_tup since the vacuum in between"
+    counted = after.n_dead_tup / since
+    # Both are lower bounds of how fast n_dead_tup grows between vacuums, the second over the
+    # whole interval: the count since the vacuum ended covers only its last seconds, which a
+    # lull in the load or the backends' flush lag (PGSTAT_MIN_INTERVAL) can leave short. The
+    # scheduling study measured a table whose 272 non-HOT updates a second left 67/s in the
+    # 7.6 s after a vacuum, and 284/s over the 40 s before the next one.
+    if left is not None and left / seconds > counted:
+        return left / seconds, "non-HOT updates and deletes over the interval (a vacuum in between)"
+    return counted, "n_dead_tup since the vacuum in between"
 
 
 def _left_dead(before: Relation, after: Relation) -> int | None:
