@@ -297,7 +297,9 @@ class Simulator:
             tally.max_wait = wait
         forced = state.xid_age > subject.xid_limit
         aggressive = state.xid_age >= subject.aggressive_age
-        clean = clean_share(_changes_age(subject, state, at))
+        # Changes since the last vacuum: before the first, the dead tuples and inserts found.
+        changes = state.changes if state.last_end is not None else state.dead + state.inserted
+        clean = clean_share(_changes_age(subject, state, at), changes / _pages(subject, state))
         work_s, cost = _vacuum_cost(subject, state, aggressive=aggressive, clean=clean)
         vacuum = _Vacuum(index, worker.slot, at, work_s, cost, at=at, forced=forced)
         state.running = True
@@ -461,10 +463,34 @@ def _pages(subject: Subject, state: _State) -> float:
     return pages
 
 
-def clean_share(age_s: float) -> float:
-    """The share of the pages a vacuum dirties that were clean when it reached them, for
-    changes spread evenly over the last ``age_s`` seconds."""
-    return min(max(age_s, 0.0) / (2.0 * CHECKPOINT_S), 1.0)
+class Clean(NamedTuple):
+    """Of the pages a vacuum reads: the share the changes since its last vacuum touched, and
+    the chance that a page is clean when vacuum reaches it, touched or not."""
+
+    touched: float
+    if_touched: float
+    if_untouched: float
+
+
+def clean_share(age_s: float, changes_per_page: float) -> Clean:
+    """How many pages are clean for ``changes_per_page`` changes spread at random over the
+    pages and evenly over the last ``age_s`` seconds.
+
+    What keeps a page dirty is its latest change, and a checkpoint came after a change ``t``
+    seconds old with a chance of about t / CHECKPOINT_S. Of the pages, 1 − e^(−m) took at
+    least one of the m changes a page; of k changes spread evenly over ``age_s`` the latest is
+    on average ``age_s / (k + 1)`` old. The other pages last changed before the window, at
+    least ``age_s`` ago. So a hot table whose every page changed many times since its last
+    vacuum is still dirty when vacuum reaches it and vacuum pays for none of its pages, while
+    a page changed once, long ago, has most likely been written out since."""
+    age = max(age_s, 0.0)
+    changes = max(changes_per_page, 0.0)
+    touched = -math.expm1(-changes)  # 1 − e^(−m), exact for small m
+    untouched = min(age / CHECKPOINT_S, 1.0)
+    if touched <= 0.0:
+        return Clean(0.0, untouched, untouched)
+    latest = age / (changes / touched + 1.0)
+    return Clean(touched, min(latest / CHECKPOINT_S, 1.0), untouched)
 
 
 def _changes_age(subject: Subject, state: _State, at: float) -> float:
@@ -478,27 +504,31 @@ def _changes_age(subject: Subject, state: _State, at: float) -> float:
 
 
 def _vacuum_cost(
-    subject: Subject, state: _State, *, aggressive: bool, clean: float = 1.0
+    subject: Subject, state: _State, *, aggressive: bool, clean: Clean
 ) -> tuple[float, float]:
     """The unthrottled seconds and the cost of one vacuum from the relation's state now.
 
     Heap pages: an aggressive vacuum reads them all; a normal one skips the all-visible pages
     (the visibility map; heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
     lose the bit as changes reach them, taken as spread at random: ``visible ×
-    e^(−changes/pages)`` stay. Each page read is dirtied, but only the ``clean`` share of them
-    pays for it (see CHECKPOINT_S). Indexes: unless fewer than 2 % of the pages hold dead
-    tuples (the bypass, 14+) every index page is read once and those holding dead entries
-    dirtied; then the heap pages that held dead tuples are visited a second time to free their
-    dead items (lazy_vacuum_heap_rel()), already dirty by then."""
+    e^(−changes/pages)`` stay. Each page read is dirtied, but vacuum pays
+    vacuum_cost_page_dirty only for those still clean (MarkBufferDirty() in bufmgr.c):
+    ``clean``, the touched pages first among those read. Indexes: unless fewer than 2 % of the
+    pages hold dead tuples (the bypass, 14+) every index page is read once and those holding
+    dead entries dirtied, clean as often as touched heap pages; then the heap pages that held
+    dead tuples are visited a second time to free their dead items (lazy_vacuum_heap_rel()),
+    already dirty by then."""
     pages = _pages(subject, state)
     visible = min(state.visible, pages) * math.exp(-state.changes / pages)
     heap = pages if aggressive else pages - visible
-    cost = heap * (subject.page_hit + clean * subject.page_dirty)
+    touched = min(clean.touched * pages, heap)
+    paid = touched * clean.if_touched + (heap - touched) * clean.if_untouched
+    cost = heap * subject.page_hit + paid * subject.page_dirty
     index_read = 0.0
     if subject.n_indexes and state.dead >= 0.02 * pages and subject.index_pages > 0:
         index_read = subject.index_pages
         dirtied = subject.index_pages * (1.0 - math.exp(-state.dead / subject.index_pages))
-        cost += index_read * subject.page_hit + clean * dirtied * subject.page_dirty
+        cost += index_read * subject.page_hit + clean.if_touched * dirtied * subject.page_dirty
         second = pages * (1.0 - math.exp(-state.dead / pages))
         cost += second * subject.page_hit
         index_read += second
