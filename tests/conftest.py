@@ -26,6 +26,20 @@ PASSWORD_ROLE = "vl_password_role"
 PASSWORD = "right-password"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A vacuumlab home of the session's own: no test reads or writes the user's
+    ~/vacuumlab (its results store, its sandbox)."""
+    home = tmp_path_factory.mktemp("home")
+    before = os.environ.get("VACUUMLAB_HOME")
+    os.environ["VACUUMLAB_HOME"] = str(home)
+    yield home
+    if before is None:
+        del os.environ["VACUUMLAB_HOME"]
+    else:
+        os.environ["VACUUMLAB_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def sandbox_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Data directories live under a folder of vacuumlab's own: as root, the server user is
