@@ -60,7 +60,8 @@ def header(sim: Simulation) -> list[tuple[str, str]]:
         ("what-ifs", ", ".join(sim.changes) or "none: the server as it is"),
     ]
     if sim.quiet:
-        rows.append(("left out", f"{sim.quiet:,} relations with no activity"))
+        noun = "relation" if sim.quiet == 1 else "relations"
+        rows.append(("left out", f"{sim.quiet:,} {noun} with no activity"))
     return rows
 
 
