@@ -3,7 +3,10 @@ vacuum's time left, the last vacuum's length, holders, wraparound and the metric
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client.samples import Sample
@@ -16,6 +19,7 @@ from vacuumlab.records.snapshot import Backend, Database, Relation, Snapshot, Ta
 from vacuumlab.watch.metrics import Scrape, Selection, families
 from vacuumlab.watch.view import live_view
 
+DASHBOARD = Path(__file__).parent.parent / "docs" / "grafana-dashboard.json"
 #: 1,000 tuples on 10 pages: vacuum threshold 50 + 0.2 × 1,000 = 250 dead tuples.
 SIZED = {"reltuples": 1000.0, "relpages": 10, "n_live_tup": 1000}
 
@@ -134,12 +138,23 @@ def test_eta_counts_the_index_pass_still_to_come_and_the_workers_sharing() -> No
     v = autovacuum(10).model_copy(update={"heap_blks_total": 1000, "heap_blks_scanned": 1000})
     other = autovacuum(99)
     alone = live_view(None, snapshot(Table(heap=rel, toast=None), vacuums=(v,))).vacuums[0]
-    # The heap is scanned; the index pass (200 pages) is still to come.
-    assert alone.eta_s == pytest.approx(200 * PAGE_S + 200 * 21 / 200 * 0.002)
+    # The heap is scanned; the index pass (200 pages, read and dirtied) is still to come, then
+    # the second visit of the 1,000 heap pages holding dead items (a hit each, and one for its
+    # free space map page).
+    index, second = 200 * 21, 1000 * 2
+    assert alone.eta_s == pytest.approx(1200 * PAGE_S + (index + second) / 200 * 0.002)
     shared = live_view(None, snapshot(Table(heap=rel, toast=None), vacuums=(v, other)))
     assert shared.workers.sharing == 2
-    assert shared.vacuums[0].eta_s == pytest.approx(200 * PAGE_S + 200 * 21 / 100 * 0.002)
+    assert shared.vacuums[0].eta_s == pytest.approx(1200 * PAGE_S + (index + second) / 100 * 0.002)
     assert shared.workers.cost_limit_each == 100
+
+
+def test_eta_scales_the_sleep_by_what_the_vacuum_really_slept() -> None:
+    rel = relation(10, "big", reltuples=100_000.0, relpages=1000)
+    # The model expects 500 pages × 21 / 200 × 2 ms = 105 ms asleep so far; 18 says 5 ms: the
+    # pages were dirty already. The 500 pages ahead should sleep as little.
+    eta = live_view(None, scan(rel, 500, delay_time_ms=5.0)).vacuums[0].eta_s
+    assert eta == pytest.approx(500 * PAGE_S + 0.005)
 
 
 def test_last_vacuum_length_from_the_vacuum_times_of_18() -> None:
@@ -240,3 +255,15 @@ def test_a_failed_scrape_exports_only_up_0() -> None:
         "vacuumlab_scrape_statements": 0,
         "vacuumlab_scrape_errors": 3,
     }
+
+
+def test_the_grafana_dashboard_uses_only_exported_metrics() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    exprs += [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
+    used = {name for e in exprs for name in re.findall(r"vacuumlab_[a-z_]+", e)}
+    view = live_view(*fleet())
+    found = list(families(view, Scrape(True, 0.1, 13, 0), Selection()))
+    exported = {f.name for f in found} | {s.name for f in found for s in f.samples}
+    assert used
+    assert used <= exported, used - exported

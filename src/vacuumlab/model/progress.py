@@ -7,10 +7,14 @@ time the cost model gives it; how long a relation's last vacuum took.
 - Each index pass reads every index once (lazy_vacuum_all_indexes() in vacuumlazy.c);
   ``index_vacuum_count`` counts the passes done and, from 17, ``indexes_processed`` the
   indexes of the pass under way.
+- After each index pass vacuum visits the heap pages that hold dead items again to free them
+  (lazy_vacuum_heap_rel()); ``heap_blks_vacuumed`` counts those.
 - The time left is the cost model's: the pages left, each read and dirtied (the advisor's
   upper bound, advise/estimate.py), turned into sleep at the share of the cost limit the
-  vacuum gets (model/cost.py), plus the simulator's unthrottled time per page. Past the
-  failsafe age vacuum no longer sleeps (lazy_check_wraparound_failsafe()).
+  vacuum gets (model/cost.py), plus the simulator's unthrottled time per page. From 18,
+  ``delay_time`` says how long the vacuum really slept for the pages behind it, and the sleep
+  ahead is scaled by the same ratio. Past the failsafe age vacuum no longer sleeps
+  (lazy_check_wraparound_failsafe()).
 - A relation's last vacuum: from 18, ``total_(auto)vacuum_time`` grows by the time of each
   vacuum that ends; before, a vacuum seen running in an earlier snapshot that has ended by a
   later one lasted from its transaction's start to ``last_(auto)vacuum``.
@@ -18,7 +22,7 @@ time the cost model gives it; how long a relation's last vacuum took.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,23 +37,54 @@ _BEFORE_LAST_PASS = frozenset({"initializing", "scanning heap", "vacuuming index
 
 
 @dataclass(frozen=True, slots=True)
-class Remaining:
-    """Pages a running vacuum has still to visit."""
+class Pages:
+    """Pages of a vacuum: heap pages scanned, index pages read, heap pages visited again to
+    free their dead items (lazy_vacuum_heap_rel())."""
 
-    heap_pages: float
-    index_pages: float
+    heap: float
+    index: float
+    second: float
 
     @property
-    def pages(self) -> float:
-        return self.heap_pages + self.index_pages
+    def total(self) -> float:
+        return self.heap + self.index + self.second
+
+    def dirtied_cost(self, settings: cm.CostSettings) -> float:
+        """The first visits: each page read and dirtied (the advisor's upper bound)."""
+        return (self.heap + self.index) * (settings.page_hit + settings.page_dirty)
+
+    def hit_cost(self, settings: cm.CostSettings) -> float:
+        """The second visits: the heap page, which the first pass dirtied, and its free space
+        map page (RecordPageWithFreeSpace() in lazy_vacuum_heap_rel()), a hit each."""
+        return self.second * 2 * settings.page_hit
 
 
-def remaining(v: VacuumProgress, work: duration.VacuumWork) -> Remaining:
-    """What is left of ``work`` (the model's view of the whole vacuum) at progress ``v``."""
-    total = v.heap_blks_total
-    scanned = min(v.heap_blks_scanned / total, 1.0) if total > 0 else 1.0
-    heap = work.heap_pages * (1.0 - scanned)
-    return Remaining(heap, work.index_pages * index_passes_left(v, work.index_passes))
+def remaining(v: VacuumProgress, work: duration.VacuumWork, dead: float) -> Pages:
+    """What is left of ``work`` (the model's view of the whole vacuum, which should find
+    ``dead`` dead tuples) at progress ``v``."""
+    scanned = _scanned(v)
+    second = second_pass_pages(work, dead)
+    return Pages(
+        heap=work.heap_pages * (1.0 - scanned),
+        index=work.index_pages * index_passes_left(v, work.index_passes),
+        second=max(second - v.heap_blks_vacuumed, 0.0),
+    )
+
+
+def visited(v: VacuumProgress, work: duration.VacuumWork, dead: float) -> Pages:
+    """What ``work`` has done so far at progress ``v``."""
+    passes = max(work.index_passes - index_passes_left(v, work.index_passes), 0.0)
+    return Pages(
+        heap=work.heap_pages * _scanned(v),
+        index=work.index_pages * passes,
+        second=min(float(v.heap_blks_vacuumed), second_pass_pages(work, dead)),
+    )
+
+
+def second_pass_pages(work: duration.VacuumWork, dead: float) -> float:
+    """Heap pages visited again after the index passes: at most one per dead item. With no
+    index pass (none, bypassed or the failsafe) the first pass frees the items itself."""
+    return min(max(dead, 0.0), float(work.heap_pages)) if work.index_passes > 0 else 0.0
 
 
 def index_passes_left(v: VacuumProgress, expected: int) -> float:
@@ -64,6 +99,11 @@ def index_passes_left(v: VacuumProgress, expected: int) -> float:
     if left == 0.0 and v.phase in _BEFORE_LAST_PASS:
         left = 1.0 - current
     return left
+
+
+def _scanned(v: VacuumProgress) -> float:
+    total = v.heap_blks_total
+    return min(v.heap_blks_scanned / total, 1.0) if total > 0 else 1.0
 
 
 def cost_settings(
@@ -95,19 +135,44 @@ def eta_seconds(
     if found is None:
         return None
     settings, balanced = found
+    dead = float(max(rel.n_dead_tup or 0, v.dead_tuples or 0))
     work = duration.work(
         rel,
-        dead=float(max(rel.n_dead_tup or 0, v.dead_tuples or 0)),
+        dead=dead,
         pages=v.heap_blks_total,
         index_pages=(rel.index_bytes or 0) // block_size,
         server=server,
         options=options,
         version_num=version_num,
     )
-    pages = remaining(v, work).pages
-    cost = 0.0 if work.failsafe else pages * (settings.page_hit + settings.page_dirty)
+    left = remaining(v, work, dead)
+    if work.failsafe:
+        return left.total * PAGE_S  # lazy_check_wraparound_failsafe(): no more sleeping
     workers = max(sharing, 1) if balanced else 1
-    return cm.predicted_duration(pages * PAGE_S, cost, settings, workers=workers)
+
+    def sleep(cost: float) -> float:
+        return cm.throttle_seconds(cost, settings, workers=workers)
+
+    ratio = calibration(v, visited(v, work, dead), settings, sleep)
+    ahead = sleep(left.dirtied_cost(settings)) * ratio + sleep(left.hit_cost(settings))
+    return left.total * PAGE_S + ahead
+
+
+def calibration(
+    v: VacuumProgress,
+    done: Pages,
+    settings: cm.CostSettings,
+    sleep: Callable[[float], float],
+) -> float:
+    """How much of the model's sleep for the pages it charges as dirtied the vacuum really
+    slept (18's delay_time, less the second visits' share): a page the workload left dirty
+    costs only a hit (MarkBufferDirty() in bufmgr.c charges clean buffers only). 1 where not
+    measured (before 18, track_cost_delay_timing off, or nothing slept yet)."""
+    predicted = sleep(done.dirtied_cost(settings))
+    if not v.delay_time_ms or predicted <= 0:
+        return 1.0
+    slept = v.delay_time_ms / 1000.0 - sleep(done.hit_cost(settings))
+    return max(slept, 0.0) / predicted
 
 
 def last_duration(
@@ -118,11 +183,17 @@ def last_duration(
     """Seconds the last vacuum of ``after`` took, when the snapshots tell: from the vacuum
     times of 18 (the mean of those that ended between ``before`` and ``after``), else from a
     vacuum seen ``running`` in the earlier snapshot that has ended since."""
+    if running is None and before is not None and _vacuums(before) == _vacuums(after):
+        return None  # none ended in between: most relations, at each refresh
     found = [_from_totals(after, before, manual) for manual in (False, True)]
     known = [pair for pair in found if pair is not None]
     if known:
         return max(known, key=lambda pair: pair[0])[1]
     return _from_progress(after, running) if running is not None else None
+
+
+def _vacuums(rel: Relation) -> tuple[int | None, int | None]:
+    return rel.vacuum_count, rel.autovacuum_count
 
 
 def _from_totals(

@@ -3,7 +3,7 @@ back, and the oldest ages against the wraparound limits. Pure: records and model
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Literal
 
@@ -14,7 +14,7 @@ from vacuumlab.model import horizon as hm
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.live import Holder, Workers, Wraparound
-from vacuumlab.records.snapshot import Database, Snapshot
+from vacuumlab.records.snapshot import Database, Relation, Snapshot
 
 Counter = Literal["xid", "mxid"]
 
@@ -93,18 +93,21 @@ def holders(snapshot: Snapshot) -> list[Holder]:
 
 
 def wraparound(
-    snapshot: Snapshot, server: Mapping[str, str], thresholds: list[Thresholds], names: list[str]
+    snapshot: Snapshot,
+    server: Mapping[str, str],
+    thresholds: list[Thresholds],
+    label: Callable[[Relation], str],
 ) -> list[Wraparound]:
     """Both counters: the cluster's oldest database and this database's oldest relation
-    (``names`` labels ``thresholds``, one to one) against their limits."""
-    return [_counter(snapshot, server, thresholds, names, c) for c in ("xid", "mxid")]
+    (named by ``label``) against their limits."""
+    return [_counter(snapshot, server, thresholds, label, c) for c in ("xid", "mxid")]
 
 
 def _counter(
     snapshot: Snapshot,
     server: Mapping[str, str],
     thresholds: list[Thresholds],
-    names: list[str],
+    label: Callable[[Relation], str],
     counter: Counter,
 ) -> Wraparound:
     age = forcing.oldest_age(snapshot.databases, counter)
@@ -120,11 +123,14 @@ def _counter(
         forcing_age=limits.xid if counter == "xid" else limits.mxid,
         failsafe_age=None if failsafe == float("inf") else failsafe,
     )
-    return _with_oldest_relation(found, thresholds, names, counter)
+    return _with_oldest_relation(found, thresholds, label, counter)
 
 
 def _with_oldest_relation(
-    found: Wraparound, thresholds: list[Thresholds], names: list[str], counter: Counter
+    found: Wraparound,
+    thresholds: list[Thresholds],
+    label: Callable[[Relation], str],
+    counter: Counter,
 ) -> Wraparound:
     def age(t: Thresholds) -> int:
         rel = t.relation
@@ -132,13 +138,12 @@ def _with_oldest_relation(
 
     if not thresholds:
         return found
-    index = max(range(len(thresholds)), key=lambda i: age(thresholds[i]))
-    t = thresholds[index]
+    t = max(thresholds, key=age)
     own = t.effective.freeze.xid_own if counter == "xid" else t.effective.freeze.mxid_own
     limit = t.effective.freeze.xid if counter == "xid" else t.effective.freeze.mxid
     return found.model_copy(
         update={
-            "table": names[index],
+            "table": label(t.relation),
             "table_age": age(t),
             "table_forcing_age": limit if own else None,
         }

@@ -10,7 +10,9 @@ whatever the number of tables, under the session's statement and lock timeouts
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -67,15 +69,16 @@ class Source:
     def refresh(self) -> Refresh:
         """Take a snapshot and build its view; on failure, drop the session and say why."""
         start = time.perf_counter()
-        try:
-            session = self.open()
-            counted = session.statements
-            snapshot = collect(session)
-        except (VacuumlabError, psycopg.Error) as exc:
-            self.close()
-            return Refresh(None, first_line(exc), time.perf_counter() - start, 0)
-        statements = session.statements - counted
-        view = self.build(snapshot)
+        with gc_paused():
+            try:
+                session = self.open()
+                counted = session.statements
+                snapshot = collect(session)
+            except (VacuumlabError, psycopg.Error) as exc:
+                self.close()
+                return Refresh(None, first_line(exc), time.perf_counter() - start, 0)
+            statements = session.statements - counted
+            view = self.build(snapshot)
         return Refresh(view, None, time.perf_counter() - start, statements, snapshot)
 
     def build(self, snapshot: Snapshot) -> LiveView:
@@ -93,3 +96,20 @@ class Source:
             # Closing a broken connection may fail: there is nothing left to release then.
             with contextlib.suppress(psycopg.Error):
                 session.close()
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a refresh runs. A refresh of 10,000 tables makes
+    some 100,000 objects that live on (records), and each full collection they set off walks
+    every object of the two snapshots kept: measured, that doubles the refresh's time. The
+    records hold no reference cycles, so refcounting frees them; the collector runs again as
+    soon as the refresh ends."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
