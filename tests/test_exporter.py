@@ -28,7 +28,6 @@ from vacuumlab.model import thresholds as th
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.watch.exporter import Collector, Listen, serve
-from vacuumlab.watch.metrics import Selection
 from vacuumlab.watch.source import Source
 
 #: 10,000 rows analysed, then 3,000 updated: 3,000 dead tuples against 50 + 0.2 × 10,000.
@@ -68,7 +67,7 @@ def exporting(dsn: str) -> Iterator[tuple[str, Collector]]:
     """The exporter on a free loopback port; yields its URL and its collector."""
     source = Source(dsn)
     source.open()
-    collector = Collector(source, Selection())
+    collector = Collector(source)
     server, _ = serve(collector, Listen("127.0.0.1", 0))
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/metrics", collector

@@ -16,8 +16,8 @@ from vacuumlab.model import progress
 from vacuumlab.model.simulator import PAGE_S
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Backend, Database, Relation, Snapshot, Table
-from vacuumlab.watch.metrics import Scrape, Selection, families
-from vacuumlab.watch.view import live_view
+from vacuumlab.watch.metrics import Scrape, families
+from vacuumlab.watch.view import Pick, live_view, row_key
 
 DASHBOARD = Path(__file__).parent.parent / "docs" / "grafana-dashboard.json"
 #: 1,000 tuples on 10 pages: vacuum threshold 50 + 0.2 × 1,000 = 250 dead tuples.
@@ -224,30 +224,40 @@ def test_wraparound_against_the_limits() -> None:
 
 
 def test_metric_families_are_named_helped_and_bounded() -> None:
-    view = live_view(*fleet())
-    found = list(families(view, Scrape(True, 0.1, 13, 0), Selection(max_tables=3)))
+    view = live_view(*fleet(), pick=Pick(limit=3))
+    found = list(families(view, Scrape(True, 0.1, 13, 0)))
     assert all(f.name.startswith("vacuumlab_") and f.documentation for f in found)
     by_name = {f.name: f for f in found}
     dead = by_name["vacuumlab_table_dead_tuples"]
     assert [s.labels["table"] for s in dead.samples] == ["busy", "due_low", "due_high"]
     assert by_name["vacuumlab_relations_exported"].samples[0].value == 3
-    public = table_samples(view, Selection(schemas=frozenset({"public"}), max_tables=100))
+    assert by_name["vacuumlab_relations"].samples[0].value == 9
+    assert by_name["vacuumlab_relations_due"].samples[0].value == 3  # busy has a worker
+    public = table_samples(live_view(*fleet(), pick=Pick(schemas=frozenset({"public"}))))
     assert {s.labels["kind"] for s in public} == {"heap", "toast"}
-    assert len(public) == len(view.tables)
-    assert table_samples(view, Selection(schemas=frozenset({"elsewhere"}))) == []
+    assert len(public) == 9
+    assert table_samples(live_view(*fleet(), pick=Pick(schemas=frozenset({"elsewhere"})))) == []
 
 
-def table_samples(view: LiveView, selection: Selection) -> list[Sample]:
+def test_picked_rows_are_the_head_of_the_whole_queue() -> None:
+    whole = live_view(*fleet())
+    head = live_view(*fleet(), pick=Pick(limit=5))
+    assert names(head) == names(whole)[:5]
+    assert head.tables == whole.tables[:5]
+    assert [row_key(t) for t in whole.tables] == sorted(row_key(t) for t in whole.tables)
+
+
+def table_samples(view: LiveView) -> list[Sample]:
     return [
         s
-        for f in families(view, Scrape(True, 0.1, 13, 0), selection)
+        for f in families(view, Scrape(True, 0.1, 13, 0))
         if f.name == "vacuumlab_table_dead_tuples"
         for s in f.samples
     ]
 
 
 def test_a_failed_scrape_exports_only_up_0() -> None:
-    found = list(families(None, Scrape(False, 0.2, 0, 3), Selection()))
+    found = list(families(None, Scrape(False, 0.2, 0, 3)))
     values = {f.name: f.samples[0].value for f in found}
     assert values == {
         "vacuumlab_up": 0,
@@ -263,7 +273,7 @@ def test_the_grafana_dashboard_uses_only_exported_metrics() -> None:
     exprs += [v["definition"] for v in dashboard["templating"]["list"] if "definition" in v]
     used = {name for e in exprs for name in re.findall(r"vacuumlab_[a-z_]+", e)}
     view = live_view(*fleet())
-    found = list(families(view, Scrape(True, 0.1, 13, 0), Selection()))
+    found = list(families(view, Scrape(True, 0.1, 13, 0)))
     exported = {f.name for f in found} | {s.name for f in found for s in f.samples}
     assert used
     assert used <= exported, used - exported

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from vacuumlab.watch.source import Refresh
 
 DEFAULT_LISTEN = "127.0.0.1:9187"
+#: Relations with per-table series by default: enough for the tables that matter, few enough
+#: for Prometheus (nine series each).
+DEFAULT_MAX_TABLES = 500
 
 
 def exporter_command(
@@ -34,7 +37,7 @@ def exporter_command(
             "autovacuum (running, due, then the soonest predicted and the closest to a "
             "threshold).",
         ),
-    ] = 500,
+    ] = DEFAULT_MAX_TABLES,
     schema: Annotated[
         list[str] | None,
         typer.Option(
@@ -57,14 +60,14 @@ def exporter_command(
     """
     from vacuumlab.pg.connect import redact
     from vacuumlab.watch.exporter import Collector, Listen, serve
-    from vacuumlab.watch.metrics import Selection
     from vacuumlab.watch.source import Source
+    from vacuumlab.watch.view import Pick
 
     where = Listen.parse(listen)
-    selection = Selection(max_tables=max_tables, schemas=frozenset(schema or ()))
-    source = Source(dsn or _sandbox_dsn(data_dir))
+    pick = Pick(schemas=frozenset(schema or ()), limit=max_tables)
+    source = Source(dsn or _sandbox_dsn(data_dir), pick=pick)
     source.open()  # a wrong DSN, host or password: say so now, not at the first scrape
-    collector = Collector(source, selection, on_refresh=_Reporter())
+    collector = Collector(source, on_refresh=_Reporter())
     server, thread = serve(collector, where)
     try:
         err.print(

@@ -139,8 +139,11 @@ class LiveView(Record):
     horizon_s: float = Field(description="how far ahead the simulator looked for starts")
     vacuums: list[RunningVacuum] = Field(default_factory=list)
     tables: list[TableLive] = Field(
-        default_factory=list, description="in the order autovacuum would take them"
+        default_factory=list,
+        description="in the order autovacuum would take them; those picked (schemas, a limit)",
     )
+    relations: int = Field(default=0, description="heap and TOAST relations in the database")
+    due: int = Field(default=0, description="of them, past a threshold with no worker on them")
     workers: Workers
     holders: list[Holder] = Field(default_factory=list, description="oldest first")
     wraparound: list[Wraparound] = Field(default_factory=list)

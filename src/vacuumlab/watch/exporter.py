@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.watch.metrics import Scrape, Selection, families
+from vacuumlab.watch.metrics import Scrape, families
 from vacuumlab.watch.source import Refresh, Source
 
 DEFAULT_PORT = 9187  # postgres_exporter's: where Prometheus users look for PostgreSQL metrics
@@ -29,14 +29,9 @@ class Collector:
     """Refreshes the source on each scrape and yields the metric families of the view."""
 
     def __init__(
-        self,
-        source: Source,
-        selection: Selection,
-        *,
-        on_refresh: Callable[[Refresh], None] | None = None,
+        self, source: Source, *, on_refresh: Callable[[Refresh], None] | None = None
     ) -> None:
         self.source = source
-        self.selection = selection
         self.on_refresh = on_refresh
         self.errors = 0
         self._lock = threading.Lock()
@@ -55,7 +50,7 @@ class Collector:
                 statements=refresh.statements,
                 errors=self.errors,
             )
-            found = list(families(refresh.view, scrape, self.selection))
+            found = list(families(refresh.view, scrape))
         if self.on_refresh is not None:
             self.on_refresh(refresh)
         return iter(found)

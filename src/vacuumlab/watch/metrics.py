@@ -2,8 +2,10 @@
 (``_seconds``), ``_total`` on counters, help on every family, and labels from bounded sets.
 
 Per relation the labels are ``schema``, ``table`` and ``kind`` (``heap`` or ``toast``: a
-TOAST relation is vacuumed on its own thresholds); only the relations a :class:`Selection`
-picks are exported, so the series stay bounded however many tables the database holds.
+TOAST relation is vacuumed on its own thresholds); only the relations the view holds are
+exported, and the view holds those its :class:`~vacuumlab.watch.view.Pick` wants (some
+schemas, the first ``--max-tables`` in queue order), so the series stay bounded however many
+tables the database has.
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from vacuumlab.records.live import LiveView, TableLive, Wraparound
 
-#: Relations exported by default: the nearest to autovacuum first.
-MAX_TABLES = 500
 TABLE_LABELS = ("schema", "table", "kind")
 
 #: Per relation: name, help, value (None: no sample).
@@ -68,20 +68,6 @@ TABLE_GAUGES: tuple[tuple[str, str, Callable[[TableLive], float | None]], ...] =
 
 
 @dataclass(frozen=True, slots=True)
-class Selection:
-    """Which relations to export: at most ``max_tables``, of ``schemas`` (all when empty),
-    the nearest to autovacuum first (the view's queue order)."""
-
-    max_tables: int = MAX_TABLES
-    schemas: frozenset[str] = frozenset()
-
-    def pick(self, view: LiveView) -> list[TableLive]:
-        schemas = self.schemas
-        chosen = [t for t in view.tables if not schemas or t.schema_name in schemas]
-        return chosen[: self.max_tables]
-
-
-@dataclass(frozen=True, slots=True)
 class Scrape:
     """What a scrape reports about itself."""
 
@@ -91,20 +77,19 @@ class Scrape:
     errors: int
 
 
-def families(view: LiveView | None, scrape: Scrape, selection: Selection) -> Iterator[Metric]:
+def families(view: LiveView | None, scrape: Scrape) -> Iterator[Metric]:
     """Every family of one scrape; without a view, only whether the scrape worked."""
     yield from _scrape(scrape)
     if view is None:
         return
-    chosen = selection.pick(view)
     yield _gauge(
         "server_info",
         "1, labelled with the database read and the server's version number.",
         1,
         {"database": view.database, "server_version_num": str(view.version_num)},
     )
-    yield from _tables(chosen)
-    yield from _relations(view, len(chosen))
+    yield from _tables(view.tables)
+    yield from _relations(view)
     yield from _workers(view)
     yield from _horizon(view)
     yield from _wraparound(view)
@@ -151,17 +136,17 @@ def _labels(t: TableLive) -> list[str]:
     return [t.schema_name, t.table, "toast" if t.is_toast else "heap"]
 
 
-def _relations(view: LiveView, exported: int) -> Iterator[Metric]:
-    yield _gauge("relations", "Heap and TOAST relations in the database.", len(view.tables))
+def _relations(view: LiveView) -> Iterator[Metric]:
+    yield _gauge("relations", "Heap and TOAST relations in the database.", view.relations)
     yield _gauge(
         "relations_exported",
         "Relations exported with per-table series (--max-tables and --schema bound them).",
-        exported,
+        len(view.tables),
     )
     yield _gauge(
         "relations_due",
         "Relations autovacuum would vacuum now and no worker is vacuuming: the queue.",
-        sum(1 for t in view.tables if t.due and not t.running),
+        view.due,
     )
 
 

@@ -22,7 +22,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.connect import Session, Timeouts, connect, first_line
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Snapshot
-from vacuumlab.watch.view import HORIZON_S, live_view
+from vacuumlab.watch.view import HORIZON_S, Pick, live_view
 
 APPLICATION_NAME = "vacuumlab-watch"
 TIMEOUTS = Timeouts()
@@ -48,11 +48,13 @@ class Source:
         *,
         timeouts: Timeouts = TIMEOUTS,
         horizon_s: float = HORIZON_S,
+        pick: Pick | None = None,
         application_name: str = APPLICATION_NAME,
     ) -> None:
         self.dsn = dsn
         self.timeouts = timeouts
         self.horizon_s = horizon_s
+        self.pick = pick or Pick()
         self.application_name = application_name
         self.session: Session | None = None
         self.previous: Snapshot | None = None
@@ -84,10 +86,18 @@ class Source:
     def build(self, snapshot: Snapshot) -> LiveView:
         """The view of ``snapshot`` after the previous one; then it becomes the previous one."""
         view = live_view(
-            self.previous, snapshot, durations=self.durations, horizon_s=self.horizon_s
+            self.previous,
+            snapshot,
+            durations=self.durations,
+            horizon_s=self.horizon_s,
+            pick=self.pick,
         )
         self.previous = snapshot
-        self.durations = {t.oid: t.last_vacuum_s for t in view.tables if t.last_vacuum_s}
+        # Kept for every relation still there, picked or not: a table may leave the rows
+        # (--max-tables) and come back.
+        known = self.durations | {t.oid: t.last_vacuum_s for t in view.tables if t.last_vacuum_s}
+        here = {r.oid for t in snapshot.tables for r in (t.heap, t.toast) if r is not None}
+        self.durations = {oid: seconds for oid, seconds in known.items() if oid in here}
         return view
 
     def close(self) -> None:
@@ -102,9 +112,10 @@ class Source:
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while a refresh runs. A refresh of 10,000 tables makes
     some 100,000 objects that live on (records), and each full collection they set off walks
-    every object of the two snapshots kept: measured, that doubles the refresh's time. The
-    records hold no reference cycles, so refcounting frees them; the collector runs again as
-    soon as the refresh ends."""
+    every object of the snapshots kept: measured on 20,000 relations, the view and its metrics
+    took 0.88 s of CPU with the collector and 0.50 s without (bench/watch_refresh.py: the
+    client's time falls from 1.0 to 0.6 s). The records hold no reference cycles, so
+    refcounting frees them; the collector runs again as soon as the refresh ends."""
     if not gc.isenabled():
         yield
         return

@@ -29,6 +29,20 @@ from vacuumlab.watch import cluster
 
 #: How far ahead the simulator looks for each relation's next vacuum.
 HORIZON_S: Final = 3600.0
+#: The sort key of the queue (see queue_key).
+Key = tuple[int, float, bool, float, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """Which relations get a row: those of ``schemas`` (every schema when empty), the first
+    ``limit`` of them in queue order (all when None). The view's counts cover them all."""
+
+    schemas: frozenset[str] = frozenset()
+    limit: int | None = None
+
+    def wants(self, schema: str) -> bool:
+        return not self.schemas or schema in self.schemas
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +72,13 @@ def live_view(
     *,
     durations: Mapping[int, float] | None = None,
     horizon_s: float = HORIZON_S,
+    pick: Pick | None = None,
 ) -> LiveView:
     """The refresh of ``current``; ``previous`` gives rates and predicted starts, and
     ``durations`` the last vacuum lengths seen by earlier refreshes (oid → seconds)."""
     now = prepare(previous, current)
     shared = cluster.sharing(current)
+    running = _running(now)
     return LiveView(
         taken_at=current.taken_at,
         database=current.server.database,
@@ -70,7 +86,9 @@ def live_view(
         interval_s=now.seconds,
         horizon_s=horizon_s,
         vacuums=[running_vacuum(now, v, shared) for v in current.vacuums],
-        tables=tables(now, durations or {}, horizon_s),
+        tables=tables(now, durations or {}, horizon_s, pick or Pick()),
+        relations=len(now.thresholds),
+        due=sum(1 for t in now.thresholds if t.needs_vacuum and t.relation.oid not in running),
         workers=cluster.workers(current, now.server, shared),
         holders=cluster.holders(current),
         wraparound=cluster.wraparound(
@@ -146,8 +164,11 @@ def running_vacuum(now: Now, v: VacuumProgress, shared: int) -> RunningVacuum:
 # -- the queue ----------------------------------------------------------------------------------
 
 
-def tables(now: Now, durations: Mapping[int, float], horizon_s: float) -> list[TableLive]:
-    """Every relation, in the order autovacuum would take them (see queue_key)."""
+def tables(
+    now: Now, durations: Mapping[int, float], horizon_s: float, pick: Pick
+) -> list[TableLive]:
+    """The relations ``pick`` wants, in the order autovacuum would take them (queue_key); rows
+    are built for the first ``pick.limit`` only."""
     earlier = now.earlier()
     found = {
         t.relation.oid: rates.between(b, t.relation, now.seconds, now.current.taken_at)
@@ -155,28 +176,52 @@ def tables(now: Now, durations: Mapping[int, float], horizon_s: float) -> list[T
         if now.seconds and (b := earlier.get(t.relation.oid)) is not None
     }
     starts = predicted_starts(now, found, horizon_s)
+    running = _running(now)
+    keyed = [
+        (_key(t, t.relation.oid in running, starts.get(t.relation.oid)), t)
+        for t in now.thresholds
+        if pick.wants(now.owners[t.relation.oid].heap.schema_name)
+    ]
+    keyed.sort(key=lambda pair: pair[0])  # keys end with the oid: no two are equal
     here = now.current.server.database
-    running = {v.relid for v in now.current.vacuums if v.database == here}
     seen = {v.relid: v for v in now.previous.vacuums if v.database == here} if now.previous else {}
-    rows = [
+    return [
         _row(now, t, found.get(oid), oid in running, starts.get(oid),
              progress.last_duration(t.relation, earlier.get(oid), seen.get(oid))
              or durations.get(oid))
-        for t in now.thresholds
+        for _, t in keyed[: pick.limit]
         for oid in (t.relation.oid,)
     ]  # fmt: skip
-    return sorted(rows, key=queue_key)
 
 
-def queue_key(t: TableLive) -> tuple[int, float, bool, float, int]:
+def queue_key(
+    *, running: bool, due: bool, is_toast: bool, oid: int, start: float | None, progress: float
+) -> Key:
     """Being vacuumed; then due, in a worker's order (heaps by oid, then TOAST relations);
     then by predicted start, the nearest to a threshold first."""
-    if t.running:
-        return 0, 0.0, t.is_toast, 0.0, t.oid
-    if t.due:
-        return 1, 0.0, t.is_toast, 0.0, t.oid
-    start = math.inf if t.predicted_start_s is None else t.predicted_start_s
-    return 2, start, False, -t.progress, t.oid
+    if running:
+        return 0, 0.0, is_toast, 0.0, oid
+    if due:
+        return 1, 0.0, is_toast, 0.0, oid
+    return 2, math.inf if start is None else start, False, -progress, oid
+
+
+def row_key(row: TableLive) -> Key:
+    """A row's place in the queue: what the view sorted it by."""
+    return queue_key(running=row.running, due=row.due, is_toast=row.is_toast, oid=row.oid,
+                     start=row.predicted_start_s, progress=row.progress)  # fmt: skip
+
+
+def _key(t: th.Thresholds, running: bool, start: float | None) -> Key:
+    share = max(t.vacuum_progress, t.insert_progress or 0.0)
+    return queue_key(running=running, due=t.needs_vacuum, is_toast=t.is_toast,
+                     oid=t.relation.oid, start=start, progress=share)  # fmt: skip
+
+
+def _running(now: Now) -> set[int]:
+    """The relations of this database being vacuumed."""
+    here = now.current.server.database
+    return {v.relid for v in now.current.vacuums if v.database == here}
 
 
 def _row(
