@@ -1,4 +1,5 @@
-"""The layers hold at run time too: importing a renderer or a record never loads the driver.
+"""The layers hold at run time too: importing a renderer, a record or the live view never loads
+the driver.
 
 import-linter (``make lint``) checks the import graph; this checks what Python really loads,
 package ``__init__`` modules included, in a fresh interpreter.
@@ -31,6 +32,8 @@ for root in ("vacuumlab.records", "vacuumlab.report"):
     package = check(root)
     for info in pkgutil.walk_packages(package.__path__, root + "."):
         check(info.name)
+for name in ("vacuumlab.watch.view", "vacuumlab.watch.cluster", "vacuumlab.watch.metrics"):
+    check(name)
 print(json.dumps({"checked": checked, "found": found}))
 """
 
@@ -42,4 +45,5 @@ def test_records_and_reports_load_no_driver():
     result = json.loads(out.stdout)
     assert "vacuumlab.report.advice_md" in result["checked"]
     assert "vacuumlab.records.snapshot" in result["checked"]
+    assert "vacuumlab.watch.view" in result["checked"]
     assert result["found"] == {}

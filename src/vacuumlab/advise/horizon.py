@@ -21,6 +21,7 @@ from psycopg import sql
 from vacuumlab.advise import holders
 from vacuumlab.advise.context import Context, alter_system
 from vacuumlab.advise.holders import Held
+from vacuumlab.model import horizon as hm
 from vacuumlab.records.advice import Finding, Recommendation, Severity
 from vacuumlab.records.snapshot import Backend, PreparedXact, ReplicationSlot
 
@@ -47,7 +48,7 @@ def findings(
     dead = sum((t.heap.n_dead_tup or 0) for t in ctx.now.tables)
     limits = (warn_seconds, critical_seconds, warn_age)
     here = ctx.now.server.database
-    found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends if _holds_here(b, here)]
+    found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends if hm.holds_database(b, here)]
     found += [_slot(ctx, s, dead, limits) for s in ctx.now.slots]
     found += [_prepared(ctx, p, dead, limits) for p in ctx.now.prepared if p.database == here]
     return [f for f in found if f is not None]
@@ -58,7 +59,7 @@ def oldest_holder(ctx: Context) -> datetime | None:
     this database's user tables back; None when none counts."""
     cycle = holders.vacuum_cycle(ctx)
     here = ctx.now.server.database
-    held = [holders.backend(ctx, b) for b in ctx.now.backends if _holds_here(b, here)]
+    held = [holders.backend(ctx, b) for b in ctx.now.backends if hm.holds_database(b, here)]
     held += [holders.slot(ctx, s) for s in ctx.now.slots if s.xmin_age]
     held += [holders.prepared(ctx, p) for p in ctx.now.prepared if p.database == here]
     starts = [h.since for h in held if h.counts(cycle) and h.since is not None]
@@ -90,12 +91,6 @@ def _weigh(ctx: Context, held: Held, severity: Severity, dead: int) -> tuple[Sev
     return severity, ""
 
 
-def _holds_here(b: Backend, database: str) -> bool:
-    """A backend of another database does not hold this one's tables back; one without a
-    database (a walsender relaying standby feedback: PROC_AFFECTS_ALL_HORIZONS) holds all."""
-    return b.database is None or b.database == database or b.backend_type == "walsender"
-
-
 def _severity(seconds: float | None, age: int | None, limits: tuple[float, float, int]) -> Severity:
     warn_seconds, critical_seconds, warn_age = limits
     if (seconds or 0) >= critical_seconds:
@@ -109,14 +104,6 @@ def _age_of(moment: datetime | None, now: datetime) -> float | None:
     return None if moment is None else max(0.0, (now - moment).total_seconds())
 
 
-def _kind(b: Backend) -> str:
-    if b.backend_type == "walsender":
-        return "standby feedback (walsender)"
-    if b.state and b.state.startswith("idle in transaction"):
-        return "idle in transaction"
-    return "long transaction"
-
-
 def _backend(
     ctx: Context, b: Backend, dead: int, limits: tuple[float, float, int]
 ) -> Finding | None:
@@ -124,7 +111,7 @@ def _backend(
     evidence = holders.backend(ctx, b)
     if evidence.persisted is False:
         return None  # not the same horizon as before: held for a moment, between statements
-    kind = _kind(b)
+    kind = hm.backend_kind(b)
     severity, missing = _weigh(ctx, evidence, _severity(seconds, b.xmin_age, limits), dead)
     if missing and (seconds or 0) < 60 and kind == "long transaction":
         return None  # a query at work holds the horizon for a moment; that is not news

@@ -85,8 +85,8 @@ def _xid_rate(ctx: Context) -> float | None:
 def oldest_age(ctx: Context, kind: str, fallback: int) -> int:
     """The cluster's oldest datfrozenxid (datminmxid) age: the server stops there, whatever
     one table's age (SetTransactionIdLimit() in varsup.c counts from the oldest database)."""
-    ages = [db.frozenxid_age if kind == "xid" else db.minmxid_age for db in ctx.now.databases]
-    return max([fallback, *ages])
+    oldest = forcing.oldest_age(ctx.now.databases, "xid" if kind == "xid" else "mxid")
+    return fallback if oldest is None else max(fallback, oldest)
 
 
 def _finding(ctx: Context, a: _Age, rate: float | None, warn_share: float) -> Finding | None:

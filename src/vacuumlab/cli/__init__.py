@@ -1,7 +1,7 @@
 """The ``vacuumlab`` command: parses, calls the library, picks an output format.
 
 Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``,
-``simulate``, ``report``);
+``simulate``, ``exporter``, ``report``);
 this one builds the app and turns errors into one line. Errors the user can act on
 (:class:`VacuumlabError`) print one line and exit with 2; Ctrl-C and SIGTERM unwind cleanly
 (servers started here are stopped) and exit with 130.
@@ -16,6 +16,7 @@ import typer
 
 from vacuumlab import __version__
 from vacuumlab.cli.advise import advise_command, snapshot
+from vacuumlab.cli.exporter import exporter_command
 from vacuumlab.cli.options import err, out
 from vacuumlab.cli.report import report, runs
 from vacuumlab.cli.run import run_app
@@ -36,6 +37,7 @@ app.add_typer(sandbox_app, name="sandbox")
 app.command("snapshot")(snapshot)
 app.command("advise")(advise_command)
 app.command("simulate")(simulate_command)
+app.command("exporter")(exporter_command)
 app.command("demo")(demo)
 app.add_typer(run_app, name="run")
 app.command("report")(report)

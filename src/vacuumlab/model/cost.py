@@ -128,7 +128,7 @@ def throttle_seconds(cost: float, settings: CostSettings, *, workers: int = 1) -
         raise ValueError("cost cannot be negative")
     if settings.delay_ms == 0:
         return 0.0
-    return cost / _worker_limit(settings, workers) * settings.delay_ms / _MS_PER_S
+    return cost / worker_limit(settings, workers) * settings.delay_ms / _MS_PER_S
 
 
 def predicted_duration(
@@ -144,13 +144,15 @@ def pages_per_second(cost_per_page: float, settings: CostSettings, *, workers: i
     time spent working counted as zero. Infinite when the delay is 0 or pages are free."""
     if cost_per_page < 0:
         raise ValueError("cost per page cannot be negative")
-    share = _worker_limit(settings, workers)
+    share = worker_limit(settings, workers)
     if settings.delay_ms == 0 or cost_per_page == 0:
         return math.inf
     return share / cost_per_page / (settings.delay_ms / _MS_PER_S)
 
 
-def _worker_limit(settings: CostSettings, workers: int) -> float:
+def worker_limit(settings: CostSettings, workers: int) -> float:
+    """The cost limit each of ``workers`` balanced autovacuum workers gets: an even split
+    (autovac_balance_cost() in autovacuum.c; see :func:`throttle_seconds`)."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     return settings.limit / workers

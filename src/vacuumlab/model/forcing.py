@@ -18,9 +18,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
+
+from vacuumlab.records.snapshot import Database
 
 #: Ages a server cannot pass: 2^31 ids, less the 3 million it keeps in reserve (PG14+
 #: xidStopLimit; GetNewTransactionId in varsup.c).
@@ -107,6 +109,13 @@ def failsafe_age(
     return max(
         setting(server, "vacuum_failsafe_age"), 1.05 * setting(server, "autovacuum_freeze_max_age")
     )
+
+
+def oldest_age(databases: Iterable[Database], kind: Literal["xid", "mxid"]) -> int | None:
+    """The cluster's oldest ``datfrozenxid`` (or ``datminmxid``) age: the server stops assigning
+    ids counted from there, whatever one table's age (SetTransactionIdLimit() in varsup.c)."""
+    ages = [db.frozenxid_age if kind == "xid" else db.minmxid_age for db in databases]
+    return max(ages, default=None)
 
 
 def setting(server: Mapping[str, str], name: str) -> float:

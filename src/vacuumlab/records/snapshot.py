@@ -271,6 +271,25 @@ class VacuumProgress(Record):
     indexes_total: int | None = Field(description="PostgreSQL 17+")
     indexes_processed: int | None = Field(description="PostgreSQL 17+")
     delay_time_ms: float | None = Field(description="PostgreSQL 18+, with track_cost_delay_timing")
+    max_dead_tuples: int | None = Field(
+        default=None, description="before 17: the dead-tuple array's capacity, in tuples"
+    )
+    dead_tuple_bytes: int | None = Field(
+        default=None, description="PostgreSQL 17+: memory the dead items' TidStore uses"
+    )
+    max_dead_tuple_bytes: int | None = Field(
+        default=None, description="PostgreSQL 17+: the TidStore's limit (autovacuum_work_mem)"
+    )
+
+    @property
+    def dead_items_share(self) -> float | None:
+        """How full the dead-items memory is (1.0: full, an index pass is due): bytes from 17,
+        tuples before."""
+        if self.max_dead_tuple_bytes:
+            return (self.dead_tuple_bytes or 0) / self.max_dead_tuple_bytes
+        if self.max_dead_tuples:
+            return (self.dead_tuples or 0) / self.max_dead_tuples
+        return None
 
 
 class ExactBloat(Record):

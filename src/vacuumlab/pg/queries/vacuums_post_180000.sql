@@ -5,7 +5,8 @@ SELECT p.pid, p.datname AS database, p.relid::bigint AS relid,
        coalesce(a.backend_type = 'autovacuum worker', false) AS is_autovacuum, p.phase,
        a.xact_start AS started, p.heap_blks_total, p.heap_blks_scanned, p.heap_blks_vacuumed,
        p.index_vacuum_count, p.num_dead_item_ids AS dead_tuples, p.indexes_total,
-       p.indexes_processed, p.delay_time AS delay_time_ms
+       p.indexes_processed, p.delay_time AS delay_time_ms,
+       NULL::bigint AS max_dead_tuples, p.dead_tuple_bytes, p.max_dead_tuple_bytes
   FROM pg_stat_progress_vacuum p
   LEFT JOIN pg_stat_activity a ON a.pid = p.pid
  ORDER BY p.pid

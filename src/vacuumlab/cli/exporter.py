@@ -1,0 +1,97 @@
+"""``vacuumlab exporter``: autovacuum's state as Prometheus metrics, read-only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from vacuumlab.cli.advise import _sandbox_dsn
+from vacuumlab.cli.options import DataDir, DsnArg, err
+from vacuumlab.errors import VacuumlabError
+
+if TYPE_CHECKING:
+    from vacuumlab.watch.source import Refresh
+
+DEFAULT_LISTEN = "127.0.0.1:9187"
+#: Relations with per-table series by default: enough for the tables that matter, few enough
+#: for Prometheus (nine series each).
+DEFAULT_MAX_TABLES = 500
+
+
+def exporter_command(
+    dsn: DsnArg = None,
+    listen: Annotated[
+        str,
+        typer.Option(
+            "--listen",
+            help="Address and port to serve /metrics on; :9187 listens on every interface.",
+        ),
+    ] = DEFAULT_LISTEN,
+    max_tables: Annotated[
+        int,
+        typer.Option(
+            "--max-tables",
+            min=1,
+            help="Export per-table series for at most this many relations: those nearest "
+            "autovacuum (running, due, then the soonest predicted and the closest to a "
+            "threshold).",
+        ),
+    ] = DEFAULT_MAX_TABLES,
+    schema: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--schema",
+            help="Export only the tables of this schema; repeat for more [default: every schema].",
+            show_default=False,
+        ),
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Serve autovacuum's state as Prometheus metrics: per table, dead tuples and inserts
+    against their effective thresholds, the seconds to the next vacuum the simulator
+    predicts and the last vacuum's duration; per server, workers busy and available, the
+    oldest horizon holder, and the xid and mxid ages against their limits. Each scrape takes
+    one read-only snapshot (a fixed number of statements). Works as a role with pg_monitor.
+
+    Example: vacuumlab exporter postgresql://monitor@db/app --listen 0.0.0.0:9187 --schema public
+
+    Grafana: import docs/grafana-dashboard.json.
+    """
+    from vacuumlab.pg.connect import redact
+    from vacuumlab.watch.exporter import Collector, Listen, serve
+    from vacuumlab.watch.source import Source
+    from vacuumlab.watch.view import Pick
+
+    where = Listen.parse(listen)
+    pick = Pick(schemas=frozenset(schema or ()), limit=max_tables)
+    source = Source(dsn or _sandbox_dsn(data_dir), pick=pick)
+    source.open()  # a wrong DSN, host or password: say so now, not at the first scrape
+    collector = Collector(source, on_refresh=_Reporter())
+    server, thread = serve(collector, where)
+    try:
+        err.print(
+            f"· serving {where.url(server.server_address[1])} for {redact(source.dsn)} "
+            "(Ctrl-C stops)"
+        )
+        while thread.is_alive():
+            thread.join(1.0)
+    finally:
+        server.shutdown()
+        server.server_close()
+        collector.close()
+    raise VacuumlabError("the HTTP server stopped")
+
+
+class _Reporter:
+    """Says on stderr when scrapes start failing and when they work again, once each."""
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def __call__(self, refresh: Refresh) -> None:
+        if refresh.error is not None and not self.failing:
+            err.print(f"· scrape failed, exporting vacuumlab_up 0: {refresh.error}")
+        elif refresh.error is None and self.failing:
+            err.print("· scrapes read the server again")
+        self.failing = refresh.error is not None

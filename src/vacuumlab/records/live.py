@@ -1,0 +1,159 @@
+"""What one refresh of the live view shows: the vacuums running, the queue of relations in the
+order autovacuum would take them, the workers, who holds the horizon back and how close the
+cluster is to wraparound. Built by ``vacuumlab.watch.view`` from one or two snapshots; the
+terminal view and the Prometheus exporter draw only from it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final, Literal
+
+from pydantic import Field
+
+from vacuumlab.records.snapshot import ProbeNote, Record
+
+SCHEMA_VERSION = 1
+KIND: Final = "vacuumlab.live"
+
+
+class RunningVacuum(Record):
+    """One vacuum under way (``pg_stat_progress_vacuum``), by a worker or a manual VACUUM."""
+
+    pid: int
+    database: str
+    relation: str = Field(description="schema.table, '(TOAST)' appended; the server's text else")
+    is_autovacuum: bool
+    phase: str
+    heap_blks_total: int
+    heap_blks_scanned: int
+    heap_blks_vacuumed: int
+    index_vacuum_count: int
+    indexes_total: int | None = Field(default=None, description="PostgreSQL 17+")
+    indexes_processed: int | None = Field(default=None, description="PostgreSQL 17+")
+    dead_items: int | None = Field(default=None, description="dead item ids collected so far")
+    dead_items_share: float | None = Field(
+        default=None, description="of the dead-items memory; an index pass is due at 1"
+    )
+    elapsed_s: float | None = Field(default=None, description="since its transaction began")
+    delay_s: float | None = Field(
+        default=None, description="asleep in the cost-based delay (18+, track_cost_delay_timing)"
+    )
+    eta_s: float | None = Field(default=None, description="time left by the cost model")
+
+    @property
+    def scanned_share(self) -> float:
+        total = self.heap_blks_total
+        return min(self.heap_blks_scanned / total, 1.0) if total > 0 else 0.0
+
+    @property
+    def vacuumed_share(self) -> float:
+        total = self.heap_blks_total
+        return min(self.heap_blks_vacuumed / total, 1.0) if total > 0 else 0.0
+
+
+class TableLive(Record):
+    """A heap or TOAST relation against its thresholds, and when autovacuum should take it."""
+
+    oid: int
+    schema_name: str
+    table: str = Field(description="the table's name, for its TOAST relation too")
+    is_toast: bool
+    autovacuum_enabled: bool
+    dead: int
+    vacuum_threshold: float
+    vacuum_progress: float = Field(description="dead tuples over the vacuum threshold")
+    inserted: int
+    insert_threshold: float | None = Field(description="None: insert-triggered vacuum off")
+    insert_progress: float | None
+    dead_per_second: float | None = Field(default=None, description="None: one snapshot only")
+    due: bool = Field(description="autovacuum would take it now: past a threshold, or forced")
+    forced: str | None = Field(default=None, description='"xid" or "mxid": past a freeze limit')
+    running: bool = False
+    predicted_start_s: float | None = Field(
+        default=None, description="seconds to the next vacuum the simulator predicts; 0 running"
+    )
+    last_vacuum_s: float | None = Field(default=None, description="the last vacuum's length")
+
+    @property
+    def label(self) -> str:
+        name = f"{self.schema_name}.{self.table}"
+        return f"{name} (TOAST)" if self.is_toast else name
+
+    @property
+    def progress(self) -> float:
+        """The nearer of the two thresholds, as a share (1.0: at the threshold)."""
+        return max(self.vacuum_progress, self.insert_progress or 0.0)
+
+
+class Workers(Record):
+    """Autovacuum workers: how many run, how many can, and the cost limit each gets."""
+
+    busy: int = Field(description="autovacuum workers vacuuming, in every database")
+    available: int = Field(description="min(autovacuum_max_workers, autovacuum_worker_slots)")
+    sharing: int = Field(description="busy workers that split the cost limit")
+    cost_limit: int | None = Field(description="autovacuum's cost limit, shared")
+    cost_limit_each: float | None = Field(description="the share of it each balanced worker gets")
+    cost_delay_ms: float | None
+
+
+class Holder(Record):
+    """Something that holds the xmin horizon back: a backend, a slot, a prepared transaction."""
+
+    kind: str
+    name: str = Field(description="pid N, the slot's name or the prepared transaction's gid")
+    database: str | None
+    user_name: str | None = None
+    age_s: float | None = Field(default=None, description="since its transaction began")
+    xid_age: int | None = Field(default=None, description="age of the horizon it pins")
+    holds_here: bool = Field(description="holds back the user tables of this database")
+
+
+class Wraparound(Record):
+    """The oldest transaction-id (or multixact) age against the limits that force vacuums."""
+
+    counter: Literal["xid", "mxid"]
+    age: int | None = Field(description="the cluster's oldest database's age")
+    database: str | None = Field(description="that database")
+    forcing_age: float = Field(description="autovacuum_(multixact_)freeze_max_age")
+    failsafe_age: float | None = Field(description="vacuum's failsafe age; None before 14")
+    table: str | None = Field(default=None, description="this database's oldest relation")
+    table_age: int | None = None
+    table_forcing_age: float | None = Field(default=None, description="its own limit, if lower")
+
+    @property
+    def share(self) -> float | None:
+        """The age as a share of the forcing limit (1.0: anti-wraparound vacuums are due)."""
+        return None if self.age is None or not self.forcing_age else self.age / self.forcing_age
+
+
+class LiveView(Record):
+    """One refresh: every relation in queue order, and the rest of the picture."""
+
+    kind: Literal["vacuumlab.live"] = KIND
+    schema_version: int = SCHEMA_VERSION
+    taken_at: datetime
+    database: str
+    version_num: int
+    interval_s: float | None = Field(description="since the previous snapshot, for rates")
+    horizon_s: float = Field(description="how far ahead the simulator looked for starts")
+    vacuums: list[RunningVacuum] = Field(default_factory=list)
+    tables: list[TableLive] = Field(
+        default_factory=list,
+        description="in the order autovacuum would take them; those picked (schemas, a limit)",
+    )
+    relations: int = Field(default=0, description="heap and TOAST relations in the database")
+    due: int = Field(default=0, description="of them, past a threshold with no worker on them")
+    workers: Workers
+    holders: list[Holder] = Field(default_factory=list, description="oldest first")
+    wraparound: list[Wraparound] = Field(default_factory=list)
+    notes: list[ProbeNote] = Field(default_factory=list)
+
+    def queue(self, limit: int | None = None) -> list[TableLive]:
+        """The relations nearest autovacuum, first ``limit`` of them."""
+        return self.tables if limit is None else self.tables[:limit]
+
+    def oldest_holder(self) -> Holder | None:
+        """The holder of this database's horizon with the oldest xid age."""
+        here = [h for h in self.holders if h.holds_here and h.xid_age is not None]
+        return max(here, key=lambda h: h.xid_age or 0, default=None)

@@ -1,0 +1,158 @@
+"""The server-wide parts of a refresh: workers and their cost limit, who holds the horizon
+back, and the oldest ages against the wraparound limits. Pure: records and model only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Literal
+
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.model import balance, forcing
+from vacuumlab.model import cost as cm
+from vacuumlab.model import horizon as hm
+from vacuumlab.model import thresholds as th
+from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.records.live import Holder, Workers, Wraparound
+from vacuumlab.records.snapshot import Database, Relation, Snapshot
+
+Counter = Literal["xid", "mxid"]
+
+
+def sharing(snapshot: Snapshot) -> int:
+    """Running autovacuums that split the cost limit (av_nworkersForBalance): all but those
+    on relations with cost settings of their own."""
+    if not snapshot.vacuums:
+        return 0  # nothing running: no need to read every relation's options
+    own = {
+        rel.oid
+        for table in snapshot.tables
+        for rel in (table.heap, table.toast)
+        if rel is not None and balance.has_own_cost(th.options_of(table, rel))
+    }
+    return balance.balanced_workers(snapshot.vacuums, own)
+
+
+def workers(snapshot: Snapshot, server: Mapping[str, str], shared: int) -> Workers:
+    """Busy, available, and the share of the cost limit each balanced worker gets."""
+    try:
+        base: cm.CostSettings | None = cm.CostSettings.for_autovacuum(server)
+    except VacuumlabError:
+        base = None  # the snapshot lacks the cost settings
+    return Workers(
+        busy=sum(1 for v in snapshot.vacuums if v.is_autovacuum),
+        available=balance.available_workers(server, snapshot.server.version_num),
+        sharing=shared,
+        cost_limit=base.limit if base else None,
+        cost_limit_each=cm.worker_limit(base, max(shared, 1)) if base else None,
+        cost_delay_ms=base.delay_ms if base else None,
+    )
+
+
+def holders(snapshot: Snapshot) -> list[Holder]:
+    """Backends, slots and prepared transactions that pin a horizon, oldest first."""
+    here, now = snapshot.server.database, snapshot.taken_at
+    in_vacuum = {v.pid for v in snapshot.vacuums}
+    found = [
+        Holder(
+            kind=hm.backend_kind(b),
+            name=f"pid {b.pid}",
+            database=b.database,
+            user_name=b.user_name,
+            age_s=_since(b.xact_start, now),
+            xid_age=b.xmin_age,
+            holds_here=hm.holds_database(b, here),
+        )
+        for b in snapshot.backends
+        if not hm.vacuuming(b, in_vacuum)
+    ]
+    found += [
+        Holder(
+            kind=hm.slot_kind(s),
+            name=s.slot_name,
+            database=s.database,
+            xid_age=max(s.xmin_age or 0, s.catalog_xmin_age or 0) or None,
+            holds_here=hm.slot_holds_tables(s),
+        )
+        for s in snapshot.slots
+        if s.xmin_age or s.catalog_xmin_age
+    ]
+    found += [
+        Holder(
+            kind="prepared transaction",
+            name=p.gid,
+            database=p.database,
+            user_name=p.owner,
+            age_s=_since(p.prepared, now),
+            xid_age=p.xid_age,
+            holds_here=hm.prepared_holds(p, here),
+        )
+        for p in snapshot.prepared
+    ]
+    return sorted(found, key=lambda h: (-(h.xid_age or -1), -(h.age_s or 0.0), h.name))
+
+
+def wraparound(
+    snapshot: Snapshot,
+    server: Mapping[str, str],
+    thresholds: list[Thresholds],
+    label: Callable[[Relation], str],
+) -> list[Wraparound]:
+    """Both counters: the cluster's oldest database and this database's oldest relation
+    (named by ``label``) against their limits."""
+    return [_counter(snapshot, server, thresholds, label, c) for c in ("xid", "mxid")]
+
+
+def _counter(
+    snapshot: Snapshot,
+    server: Mapping[str, str],
+    thresholds: list[Thresholds],
+    label: Callable[[Relation], str],
+    counter: Counter,
+) -> Wraparound:
+    age = forcing.oldest_age(snapshot.databases, counter)
+    oldest_db = next((db.name for db in snapshot.databases if _db_age(db, counter) == age), None)
+    limits = forcing.freeze_limits(server, {})
+    failsafe = forcing.failsafe_age(
+        server, multixact=counter == "mxid", version_num=snapshot.server.version_num
+    )
+    found = Wraparound(
+        counter=counter,
+        age=age,
+        database=oldest_db,
+        forcing_age=limits.xid if counter == "xid" else limits.mxid,
+        failsafe_age=None if failsafe == float("inf") else failsafe,
+    )
+    return _with_oldest_relation(found, thresholds, label, counter)
+
+
+def _with_oldest_relation(
+    found: Wraparound,
+    thresholds: list[Thresholds],
+    label: Callable[[Relation], str],
+    counter: Counter,
+) -> Wraparound:
+    def age(t: Thresholds) -> int:
+        rel = t.relation
+        return (rel.frozenxid_age if counter == "xid" else rel.minmxid_age) or 0
+
+    if not thresholds:
+        return found
+    t = max(thresholds, key=age)
+    own = t.effective.freeze.xid_own if counter == "xid" else t.effective.freeze.mxid_own
+    limit = t.effective.freeze.xid if counter == "xid" else t.effective.freeze.mxid
+    return found.model_copy(
+        update={
+            "table": label(t.relation),
+            "table_age": age(t),
+            "table_forcing_age": limit if own else None,
+        }
+    )
+
+
+def _db_age(db: Database, counter: Counter) -> int:
+    return db.frozenxid_age if counter == "xid" else db.minmxid_age
+
+
+def _since(moment: datetime | None, now: datetime) -> float | None:
+    return None if moment is None else max(0.0, (now - moment).total_seconds())
