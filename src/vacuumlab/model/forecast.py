@@ -127,12 +127,14 @@ def to_record(
         ([], [], [], []) for _ in range(given.launcher.workers)
     ]
     labels = [s.label for s in outcome.subjects]
-    for span in outcome.spans:
-        relations, starts, ends, forced = columns[span.worker]
-        relations.append(labels[span.subject])
-        starts.append(span.start)
-        ends.append(span.end)
-        forced.append(span.forced)
+    spans = outcome.columns
+    rows = zip(spans.workers, spans.subjects, spans.starts, spans.ends, spans.forced, strict=True)
+    for worker, subject, start, end, was_forced in rows:
+        relations, starts, ends, forced = columns[worker]
+        relations.append(labels[subject])
+        starts.append(start)
+        ends.append(end)
+        forced.append(was_forced)
     timelines = [
         WorkerTimeline(worker=slot, relations=r, starts_s=s, ends_s=e, forced=f)
         for slot, (r, s, e, f) in enumerate(columns)
