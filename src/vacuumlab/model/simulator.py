@@ -36,6 +36,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Final, NamedTuple, Protocol
@@ -57,7 +58,7 @@ PAGE_S: Final = 2e-5
 #: workload changed is still dirty unless a checkpoint wrote it since, which for a change t
 #: seconds old happens with a chance of about t / CHECKPOINT_S.
 CHECKPOINT_S: Final = 300.0
-_CLEAN_AFTER_S: Final = 2.0 * CHECKPOINT_S  # changes this old or older found clean
+_CLEAN_AFTER_S: Final = 2.0 * CHECKPOINT_S  # changes spread over this long: all found clean
 
 _LAUNCH = 0  # an event's third field: 0 for a launch, else the version of a vacuum's end
 
@@ -160,9 +161,6 @@ class Spans:
     starts: list[float] = field(default_factory=list)
     ends: list[float] = field(default_factory=list)
     forced: list[bool] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.starts)
 
     def rows(self) -> list[Span]:
         make = tuple.__new__
@@ -365,7 +363,8 @@ class Simulator:
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
         )  # fmt: skip
         solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
-        events: list[tuple[float, int, int, _Rel | None]] = []  # (at, seq, kind, relation)
+        # (at, seq, 0 for a launch or the version of a vacuum's end, the relation or None)
+        events: list[tuple[float, int, int, _Rel | None]] = []
         push, pop = heapq.heappush, heapq.heappop
         buckets: dict[int, list[_Rel]] = {}  # launch interval -> relations passing then
         drained = 0  # buckets below this one are empty
@@ -398,7 +397,10 @@ class Simulator:
             launches += 1
             # What passed a threshold before this moment, in earlier buckets and this one.
             last = int(at / every)
-            for k in range(drained, last):
+            passed: Iterable[int] = range(drained, last)
+            if last - drained > len(buckets):  # a long wait for a slot: fewer buckets than steps
+                passed = sorted(k for k in buckets if k < last)
+            for k in passed:
                 for r in buckets.pop(k, ()):
                     if r.next_bucket == k:
                         mark_due(r)
