@@ -118,10 +118,13 @@ def run(given: Inputs, hours: float) -> Outcome:
 def to_record(
     outcome: Outcome, given: Inputs, after: Snapshot, *, hours: float, changes: list[whatif.Change]
 ) -> Simulation:
+    active = outcome.active
     forecasts = [
-        _forecast(s, t)
-        for s, t in zip(outcome.subjects, outcome.tallies, strict=True)
-        if t.vacuums or s.dead_per_second > 0 or s.inserts_per_second > 0
+        _forecast(s, outcome.tally(index))
+        for index, s in enumerate(outcome.subjects)
+        if (index in active and active[index].vacuums)
+        or s.dead_per_second > 0
+        or s.inserts_per_second > 0
     ]
     columns: list[tuple[list[str], list[float], list[float], list[bool]]] = [
         ([], [], [], []) for _ in range(given.launcher.workers)

@@ -168,13 +168,33 @@ class Spans:
         return [make(Span, row) for row in columns]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     subjects: list[Subject]
-    tallies: list[Tally]
+    active: dict[int, Tally]  # by index into subjects: those that passed a threshold in the window
     columns: Spans
     launches: int
     seconds: float
+    _tallies: list[Tally] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def tallies(self) -> list[Tally]:
+        """One per subject, in order; built on first use, as most relations of a large fleet
+        never pass a threshold and a forecast's record leaves those out."""
+        if self._tallies is None:
+            self._tallies = [self.tally(index) for index in range(len(self.subjects))]
+        return self._tallies
+
+    def tally(self, index: int) -> Tally:
+        if self._tallies is not None:
+            return self._tallies[index]
+        found = self.active.get(index)
+        if found is not None:
+            return found
+        # Never vacuumed: its dead tuples grew at their rate to the end of the window.
+        s, end = self.subjects[index], self.seconds
+        dead = s.dead + s.dead_per_second * end if end > 0 else s.dead
+        return Tally(peak_dead=max(s.dead, dead))
 
     @property
     def spans(self) -> list[Span]:
@@ -608,19 +628,16 @@ class Simulator:
                 buckets.setdefault(k, []).append(r)
         return rels
 
-    def _tallies(self, rels: list[_Rel]) -> list[Tally]:
-        """Every relation's tally, its dead tuples brought forward to the end of the window."""
+    def _tallies(self, rels: list[_Rel]) -> dict[int, Tally]:
+        """The tallies of the relations in the loop, their dead tuples brought forward to the
+        end of the window."""
         end, xps = self.end, self.launcher.xids_per_second
-        tallies: list[Tally | None] = [None] * len(self.subjects)
+        tallies = {}
         for r in rels:
             r.advance(end, xps)
             r.peak_dead = max(r.peak_dead, r.dead)
             tallies[r.index] = r.tally()
-        for index, s in enumerate(self.subjects):
-            if tallies[index] is None:
-                dead = s.dead + s.dead_per_second * end if end > 0 else s.dead
-                tallies[index] = Tally(peak_dead=max(s.dead, dead))
-        return tallies  # type: ignore[return-value]
+        return tallies
 
 
 def simulate(subjects: list[Subject], launcher: Launcher, seconds: float) -> Outcome:
