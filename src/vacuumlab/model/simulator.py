@@ -163,9 +163,8 @@ class Spans:
     forced: list[bool] = field(default_factory=list)
 
     def rows(self) -> list[Span]:
-        make = tuple.__new__
         columns = zip(self.workers, self.subjects, self.starts, self.ends, self.forced, strict=True)
-        return [make(Span, row) for row in columns]
+        return list(map(Span._make, columns))
 
 
 @dataclass(slots=True)
@@ -186,6 +185,7 @@ class Outcome:
         return self._tallies
 
     def tally(self, index: int) -> Tally:
+        """The tally of ``subjects[index]``."""
         if self._tallies is not None:
             return self._tallies[index]
         found = self.active.get(index)
