@@ -9,6 +9,10 @@ fleet mixes tables as a production server has them: 0.2 % hot queues (200 dead t
 pages with one index, under PostgreSQL 18's defaults. A last line runs every table busy, to
 show what the cost follows: vacuums simulated.
 
+Measured on the 2-core machine (medians of 3): 0.56 s for 10,000 tables (85,800 vacuums) and
+0.05 s for 1,000, against 1.1 s and 0.1 s before the simulator's loop was rewritten on the same
+machine and hour; with every one of 1,000 tables busy, 4 to 5 µs per vacuum simulated.
+
     .venv/bin/python bench/simulate_scale.py [--tables 1000 10000] [--hours 24] [--repeat 3]
 """
 

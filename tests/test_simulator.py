@@ -345,3 +345,22 @@ def test_after_its_indexes_vacuum_revisits_the_heap_pages_that_held_dead_tuples(
     cost = 1000 * 21 + 100 + index_dirtied + second
     work = FIXED_S + (1000 + 100 + second) * 2e-5
     assert duration == pytest.approx(cost / 1000 + work, rel=0.001)
+
+
+@pytest.mark.parametrize(("rate", "again"), [(1000.0, True), (90.0, False)])
+def test_a_worker_rechecks_a_relation_that_another_worker_vacuumed_meanwhile(
+    rate: float, again: bool
+) -> None:
+    """table_recheck_autovac() reads the counters again before each relation of the list.
+    The worker started at 0 lists t1 and t2 and spends 9.5 s on t1, while the workers launched
+    every second take t2. At 1,000 dead tuples/s t2 has passed its threshold again when the
+    first worker reaches it, which takes it at once; at 90/s (2.8 s to its threshold, last
+    vacuumed at 7 s) it has not, and the first worker skips it and exits."""
+    long = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 9.5 / 210)
+    hot = subject(2, dead=300.0, dead_per_second=rate)
+    out = simulate([long, hot], launcher(naptime_s=1.0, workers=2), 12)
+    (first,) = [s for s in out.spans if s.subject == 0]
+    assert first.end == pytest.approx(9.5 + FIXED_S, abs=0.01)
+    taken = [s for s in out.spans if s.subject == 1 and s.start == first.end]
+    assert bool(taken) is again
+    assert all(s.worker == first.worker for s in taken)

@@ -118,21 +118,26 @@ def run(given: Inputs, hours: float) -> Outcome:
 def to_record(
     outcome: Outcome, given: Inputs, after: Snapshot, *, hours: float, changes: list[whatif.Change]
 ) -> Simulation:
+    active = outcome.active
     forecasts = [
-        _forecast(s, t)
-        for s, t in zip(outcome.subjects, outcome.tallies, strict=True)
-        if t.vacuums or s.dead_per_second > 0 or s.inserts_per_second > 0
+        _forecast(s, outcome.tally(index))
+        for index, s in enumerate(outcome.subjects)
+        if (index in active and active[index].vacuums)
+        or s.dead_per_second > 0
+        or s.inserts_per_second > 0
     ]
     columns: list[tuple[list[str], list[float], list[float], list[bool]]] = [
         ([], [], [], []) for _ in range(given.launcher.workers)
     ]
     labels = [s.label for s in outcome.subjects]
-    for span in outcome.spans:
-        relations, starts, ends, forced = columns[span.worker]
-        relations.append(labels[span.subject])
-        starts.append(span.start)
-        ends.append(span.end)
-        forced.append(span.forced)
+    spans = outcome.columns
+    rows = zip(spans.workers, spans.subjects, spans.starts, spans.ends, spans.forced, strict=True)
+    for worker, subject, start, end, was_forced in rows:
+        relations, starts, ends, forced = columns[worker]
+        relations.append(labels[subject])
+        starts.append(start)
+        ends.append(end)
+        forced.append(was_forced)
     timelines = [
         WorkerTimeline(worker=slot, relations=r, starts_s=s, ends_s=e, forced=f)
         for slot, (r, s, e, f) in enumerate(columns)

@@ -36,8 +36,10 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from operator import attrgetter
+from typing import Final, NamedTuple, Protocol
 
 #: The launcher's shortest sleep (MIN_AUTOVAC_SLEEPTIME, 100 ms, in autovacuum.c).
 MIN_SLEEP_S: Final = 0.1
@@ -57,7 +59,7 @@ PAGE_S: Final = 2e-5
 #: seconds old happens with a chance of about t / CHECKPOINT_S.
 CHECKPOINT_S: Final = 300.0
 
-_LAUNCH, _END, _DUE = 0, 1, 2
+_LAUNCH = 0  # an event's third field: 0 for a launch, else the version of a vacuum's end
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +140,7 @@ class Tally:
 
 
 class Span(NamedTuple):
-    """One vacuum (a tuple: the simulation makes tens of thousands)."""
+    """One vacuum."""
 
     worker: int
     subject: int
@@ -148,270 +150,493 @@ class Span(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class Spans:
+    """Every vacuum, column by column, in the order they ended. Columns of numbers rather than
+    a tuple each: a day of a large fleet holds tens of thousands, and tuples kept alive by the
+    thousand make the garbage collector walk every live object again and again."""
+
+    workers: list[int] = field(default_factory=list)
+    subjects: list[int] = field(default_factory=list)
+    starts: list[float] = field(default_factory=list)
+    ends: list[float] = field(default_factory=list)
+    forced: list[bool] = field(default_factory=list)
+
+    def rows(self) -> list[Span]:
+        columns = zip(self.workers, self.subjects, self.starts, self.ends, self.forced, strict=True)
+        return list(map(Span._make, columns))
+
+
+@dataclass(slots=True)
 class Outcome:
     subjects: list[Subject]
-    tallies: list[Tally]
-    spans: list[Span]
+    active: dict[int, Tally]  # by index into subjects: those that passed a threshold in the window
+    columns: Spans
     launches: int
     seconds: float
+    _tallies: list[Tally] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def tallies(self) -> list[Tally]:
+        """One per subject, in order; built on first use, as most relations of a large fleet
+        never pass a threshold and a forecast's record leaves those out."""
+        if self._tallies is None:
+            self._tallies = [self.tally(index) for index in range(len(self.subjects))]
+        return self._tallies
+
+    def tally(self, index: int) -> Tally:
+        """The tally of ``subjects[index]``."""
+        if self._tallies is not None:
+            return self._tallies[index]
+        found = self.active.get(index)
+        if found is not None:
+            return found
+        # Never vacuumed: its dead tuples grew at their rate to the end of the window.
+        s, end = self.subjects[index], self.seconds
+        dead = s.dead + s.dead_per_second * end if end > 0 else s.dead
+        return Tally(peak_dead=max(s.dead, dead))
+
+    @property
+    def spans(self) -> list[Span]:
+        """Every vacuum, in the order they ended (built on each call: the columns are kept)."""
+        return self.columns.rows()
 
     def busy_share(self, workers: int) -> float:
         """Worker-seconds spent vacuuming over those the window offers."""
-        busy = sum(min(s.end, self.seconds) - s.start for s in self.spans)
-        return busy / (self.seconds * workers) if self.seconds > 0 and workers > 0 else 0.0
+        seconds = self.seconds
+        busy = sum(
+            min(end, seconds) - start
+            for start, end in zip(self.columns.starts, self.columns.ends, strict=True)
+        )
+        return busy / (seconds * workers) if seconds > 0 and workers > 0 else 0.0
 
 
-@dataclass(slots=True)
-class _State:
-    """A relation's counters, as of ``since``."""
+class _Thresholds(Protocol):
+    """What :func:`_crossing` reads: a subject as given, or a relation in the loop."""
 
-    dead: float
-    inserted: float
-    xid_age: float
-    reltuples: float
-    visible: float  # all-visible pages when ``changes`` started counting
-    changes: float = 0.0  # dead tuples and inserts since then
-    since: float = 0.0
-    due_at: float | None = None  # when it passed a threshold; None while it needs nothing
-    last_end: float | None = None  # when its last simulated vacuum ended
-    running: bool = False
-    version: int = 0
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def vacuum_base(self) -> float: ...
+    @property
+    def vacuum_scale(self) -> float: ...
+    @property
+    def vacuum_cap(self) -> float | None: ...
+    @property
+    def insert_base(self) -> float | None: ...
+    @property
+    def insert_scale(self) -> float: ...
+    @property
+    def unfrozen(self) -> float: ...
+    @property
+    def xid_limit(self) -> float: ...
+    @property
+    def dead_per_second(self) -> float: ...
+    @property
+    def inserts_per_second(self) -> float: ...
+    @property
+    def reltuples(self) -> float: ...
+    @property
+    def dead(self) -> float: ...
+    @property
+    def inserted(self) -> float: ...
+    @property
+    def xid_age(self) -> float: ...
 
 
-@dataclass(slots=True)
-class _Vacuum:
-    subject: int
-    worker: int
-    start: float
-    work_s: float  # unthrottled
-    sleep_cost: float  # cost units that throttling turns into sleep
-    done: float = 0.0  # share of the vacuum completed, as of ``at``
-    at: float = 0.0
-    speed: float = 0.0  # share per second
-    forced: bool = False
-    version: int = 0
+class _Rel:
+    """One relation inside the loop: what it needs of its subject, its counters (as of
+    ``since``), the vacuum on it (a relation has at most one) and its tally, in one object so
+    the loop reads each with one attribute lookup. Built only for relations that pass a
+    threshold within the window: the others never get a worker."""
+
+    __slots__ = (
+        "aggressive_age", "balanced", "base_pages", "changes", "changes_per_second", "dead",
+        "dead_per_second", "delay_ms", "due_at", "durations", "enabled", "failsafe_age",
+        "forced", "freeze_min_age", "index", "index_pages", "indexed", "insert_base",
+        "insert_scale", "inserted", "inserts_per_second", "last_end", "listed",
+        "live_per_second", "max_wait", "next_bucket", "next_due", "next_seq", "own_limit",
+        "page_dirty", "page_hit", "peak_dead", "reltuples", "reltuples_then", "running",
+        "since", "starts", "unfrozen", "v_at", "v_cost", "v_done", "v_forced", "v_nosleep",
+        "v_speed", "v_start", "v_version", "v_work", "v_worker", "vacuum_base", "vacuum_cap",
+        "vacuum_scale", "vacuums", "visible", "waited", "xid_age", "xid_limit",
+    )  # fmt: skip
+
+    def __init__(self, index: int, s: Subject, launcher: Launcher) -> None:
+        self.index = index
+        self.enabled = s.enabled
+        self.vacuum_base, self.vacuum_scale, self.vacuum_cap = (
+            s.vacuum_base, s.vacuum_scale, s.vacuum_cap
+        )  # fmt: skip
+        self.insert_base, self.insert_scale, self.unfrozen = (
+            s.insert_base, s.insert_scale, s.unfrozen
+        )  # fmt: skip
+        self.dead_per_second = s.dead_per_second
+        self.inserts_per_second = s.inserts_per_second
+        self.changes_per_second = s.dead_per_second + s.inserts_per_second
+        self.live_per_second = s.live_per_second
+        self.xid_limit = s.xid_limit
+        self.aggressive_age = s.aggressive_age
+        self.freeze_min_age = s.freeze_min_age
+        self.failsafe_age = s.failsafe_age
+        self.base_pages = s.pages if s.pages > 1.0 else 1.0
+        self.reltuples_then = s.reltuples
+        self.index_pages = s.index_pages
+        self.indexed = bool(s.n_indexes) and s.index_pages > 0
+        self.page_hit = s.page_hit
+        self.page_dirty = s.page_dirty
+        self.balanced = s.balanced
+        self.delay_ms = launcher.cost_delay_ms if s.own_delay_ms is None else s.own_delay_ms
+        self.own_limit = s.own_limit or launcher.cost_limit
+        self.dead = s.dead
+        self.inserted = s.inserted
+        self.xid_age = s.xid_age
+        self.reltuples = s.reltuples
+        self.visible = s.all_visible  # all-visible pages when ``changes`` started counting
+        self.changes = 0.0  # dead tuples and inserts since then
+        self.since = 0.0
+        self.due_at: float | None = None  # when it passed a threshold; None while it needs none
+        self.last_end: float | None = None  # when its last simulated vacuum ended
+        self.running = False
+        self.listed = False  # in the launcher's list of due relations (it may be done by now)
+        # When it passes a threshold next, if within the window: the moment, the place in the
+        # order of events, and the launch interval it falls in (-1: never, or noted already).
+        self.next_due = 0.0
+        self.next_seq = 0
+        self.next_bucket = -1
+        # The vacuum in progress: its start, unthrottled seconds, the cost units throttling
+        # turns into sleep, the share done as of ``v_at`` and the share done per second.
+        self.v_worker: _Worker | None = None
+        self.v_start = self.v_work = self.v_cost = self.v_done = self.v_at = self.v_speed = 0.0
+        self.v_forced = self.v_nosleep = False
+        self.v_version = 0
+        self.vacuums = self.forced = 0
+        self.starts: list[float] = []
+        self.durations: list[float] = []
+        self.peak_dead = s.dead
+        self.waited = self.max_wait = 0.0
+
+    def advance(self, at: float, xids_per_second: float) -> None:
+        """Bring the counters forward to ``at``."""
+        elapsed = at - self.since
+        if elapsed <= 0:
+            return
+        self.dead += self.dead_per_second * elapsed
+        self.inserted += self.inserts_per_second * elapsed
+        self.changes += self.changes_per_second * elapsed
+        self.xid_age += xids_per_second * elapsed
+        if self.live_per_second:
+            reltuples = self.reltuples + self.live_per_second * elapsed
+            self.reltuples = 0.0 if reltuples < 0.0 else reltuples
+        self.since = at
+
+    def pages(self) -> float:
+        """Heap pages now: the table grows and shrinks with reltuples."""
+        pages, then, now = self.base_pages, self.reltuples_then, self.reltuples
+        if then > 0 and now != then and now > 0:
+            pages = pages * now / then
+            if pages < 1.0:
+                pages = 1.0
+        return pages
+
+    def tally(self) -> Tally:
+        return Tally(
+            self.vacuums, self.forced, self.starts, self.durations, self.peak_dead, self.waited,
+            self.max_wait,
+        )  # fmt: skip
 
 
-@dataclass(slots=True)
+_INDEX = attrgetter("index")
+
+
 class _Worker:
-    slot: int
-    todo: list[int]
-    position: int = 0
-    vacuum: _Vacuum | None = None
+    __slots__ = ("position", "slot", "todo")
+
+    def __init__(self, slot: int, todo: list[_Rel]) -> None:
+        self.slot = slot
+        self.todo = todo  # the relations that needed a vacuum when it started, in order
+        self.position = 0
 
 
 class Simulator:
-    """Runs ``subjects`` under ``launcher`` for ``seconds``; :meth:`run` returns the outcome."""
+    """Runs ``subjects`` under ``launcher`` for ``seconds``; :meth:`run` returns the outcome.
+
+    The loop is written for speed (a simulated day of a large fleet holds tens of thousands of
+    vacuums): the handlers are closures over local state, each relation's fixed values are read
+    once into a :class:`_Rel`, and the records are built at the end.
+
+    Events are ordered by time, then by when they were scheduled (a sequence number). The ends
+    of vacuums and the launches go through a heap. The moment a relation passes a threshold
+    does not: it is noted on the relation (``next_due``, ``next_seq``) and in a bucket per
+    launch interval, and takes effect where something looks at it, as if it had been an event:
+    when a launch builds its list (every bucket up to the launch) and when a worker rechecks a
+    relation on its list."""
 
     def __init__(self, subjects: list[Subject], launcher: Launcher, seconds: float) -> None:
-        self.subjects = sorted(subjects, key=lambda s: (s.is_toast, s.order))
+        self.subjects = sorted(subjects, key=attrgetter("is_toast", "order"))
         self.launcher = launcher
         self.end = seconds
-        self.states = [
-            _State(s.dead, s.inserted, s.xid_age, s.reltuples, s.all_visible) for s in self.subjects
-        ]
-        self.tallies = [Tally(peak_dead=s.dead) for s in self.subjects]
-        self.events: list[tuple[float, int, int, int, int]] = []
-        self.sequence = 0
-        self.due: list[int] = []  # indices of relations that need a vacuum, in pg_class order
-        self.listed: set[int] = set()  # the indices in ``due``, which may be done by now
-        self.free = list(range(launcher.workers - 1, -1, -1))
-        self.workers: dict[int, _Worker] = {}
-        self.vacuuming: dict[int, _Worker] = {}  # relation index -> the worker on it
-        self.sharing = 0  # running vacuums that share the cost limit
-        self.spans: list[Span] = []
-        self.launches = 0
-        self.pending_launch = False
-
-    # -- the event loop ---------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        for index in range(len(self.subjects)):
-            self._schedule_due(index, 0.0)
-        first = self.launcher.first_launch_s
-        self._push(self.launcher.launch_every_s / 2 if first is None else first, _LAUNCH, 0, 0)
-        while self.events:
-            at, _, kind, target, version = heapq.heappop(self.events)
-            if at > self.end:
-                break
-            if kind == _LAUNCH:
-                self._launch(at)
-            elif kind == _DUE:
-                self._mark_due(target, version, at)
+        launcher, end = self.launcher, self.end
+        xps, every, cost_limit = (
+            launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
+        )  # fmt: skip
+        solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
+        # (at, seq, 0 for a launch or the version of a vacuum's end, the relation or None)
+        events: list[tuple[float, int, int, _Rel | None]] = []
+        push, pop = heapq.heappush, heapq.heappop
+        buckets: dict[int, list[_Rel]] = {}  # launch interval -> relations passing then
+        drained = 0  # buckets below this one are empty
+        rels = self._relations(buckets, every)
+        seq = len(rels)
+        current = 0  # the sequence number of the event being handled
+        due: list[_Rel] = []  # the relations that need a vacuum, in pg_class order
+        free = list(range(launcher.workers - 1, -1, -1))
+        running: list[_Rel] = []  # by start: the order in which a rebalance moves their ends
+        spans = Spans()
+        span_workers, span_subjects, span_starts, span_ends, span_forced = (
+            spans.workers, spans.subjects, spans.starts, spans.ends, spans.forced
+        )  # fmt: skip
+        sharing = launches = 0  # running vacuums that share the cost limit; workers started
+        pending_launch = False
+
+        def mark_due(r: _Rel) -> None:
+            """It passed a threshold at ``next_due``: the launcher lists it from now on."""
+            r.due_at = r.next_due
+            r.next_bucket = -1
+            if not r.listed:
+                r.listed = True
+                bisect.insort(due, r, key=_INDEX)
+
+        def launch(at: float) -> None:
+            nonlocal pending_launch, launches, due, seq, drained
+            if not free:
+                pending_launch = True  # the next worker to exit wakes the launcher
+                return
+            launches += 1
+            # What passed a threshold before this moment, in earlier buckets and this one.
+            last = int(at / every)
+            passed: Iterable[int] = range(drained, last)
+            if last - drained > len(buckets):  # a long wait for a slot: fewer buckets than steps
+                passed = sorted(k for k in buckets if k < last)
+            for k in passed:
+                for r in buckets.pop(k, ()):
+                    if r.next_bucket == k:
+                        mark_due(r)
+            drained = last
+            this = buckets.get(last)
+            if this:
+                later = []
+                for r in this:
+                    if r.next_bucket == last:
+                        when = r.next_due
+                        if when < at or (when == at and r.next_seq < current):
+                            mark_due(r)
+                        else:
+                            later.append(r)
+                buckets[last] = later
+            kept = []
+            for r in due:
+                if r.due_at is None:
+                    r.listed = False
+                else:
+                    kept.append(r)
+            due = kept
+            todo = [r for r in kept if not r.running]
+            if todo:  # else the worker finds nothing to do and exits at once
+                next_table(_Worker(free.pop(), todo), at)
+            seq += 1
+            push(events, (at + every, seq, _LAUNCH, None))
+
+        def next_table(worker: _Worker, at: float) -> None:
+            nonlocal pending_launch
+            todo, position = worker.todo, worker.position
+            while position < len(todo):
+                r = todo[position]
+                position += 1
+                if r.running:
+                    continue  # table_recheck_autovac(): taken by another worker
+                if r.due_at is None:
+                    if r.next_bucket < 0:
+                        continue  # done already
+                    when = r.next_due
+                    if when > at or (when == at and r.next_seq > current):
+                        continue  # done already, and not yet due again
+                    mark_due(r)
+                worker.position = position
+                start_vacuum(worker, r, at)
+                return
+            free.append(worker.slot)
+            if pending_launch:
+                pending_launch = False
+                launch(at)
+
+        def start_vacuum(worker: _Worker, r: _Rel, at: float) -> None:
+            nonlocal sharing, seq
+            elapsed = at - r.since  # the counters brought forward (_Rel.advance, written out)
+            if elapsed > 0:
+                r.dead += r.dead_per_second * elapsed
+                r.inserted += r.inserts_per_second * elapsed
+                r.changes += r.changes_per_second * elapsed
+                r.xid_age += xps * elapsed
+                if r.live_per_second:
+                    reltuples = r.reltuples + r.live_per_second * elapsed
+                    r.reltuples = 0.0 if reltuples < 0.0 else reltuples
+                r.since = at
+            assert r.due_at is not None
+            wait = at - r.due_at
+            r.waited += wait
+            if wait > r.max_wait:
+                r.max_wait = wait
+            xid_age = r.xid_age
+            r.v_forced = xid_age > r.xid_limit
+            r.v_nosleep = nosleep = xid_age >= r.failsafe_age or not r.delay_ms > 0
+            r.v_work, r.v_cost = work, cost = _vacuum_cost(
+                r, at, aggressive=xid_age >= r.aggressive_age
+            )
+            r.v_start = r.v_at = at
+            r.v_done = r.v_speed = 0.0
+            r.v_version = 0
+            r.v_worker = worker
+            r.running = True
+            running.append(r)
+            if r.balanced:
+                sharing += 1
+                if sharing > 1:
+                    rebalance(at)  # the others' ends move too
+                    return
+                limit = solo_limit
             else:
-                self._finish(target, version, at)
-        for index, state in enumerate(self.states):
-            self._close_peak(index, state)
-        return Outcome(self.subjects, self.tallies, self.spans, self.launches, self.end)
+                limit = r.own_limit
+            # Alone in the balance, or out of it: the end as reschedule() gives it, none of the
+            # vacuum done yet.
+            length = work + 0.0 if nosleep else work + cost / limit * r.delay_ms / 1000.0
+            r.v_speed = 1.0 / length if length > 0 else math.inf
+            r.v_version = 1
+            seq += 1
+            push(events, (at + length, seq, 1, r))
 
-    def _push(self, at: float, kind: int, target: int, version: int) -> None:
-        self.sequence += 1
-        heapq.heappush(self.events, (at, self.sequence, kind, target, version))
+        def reschedule(r: _Rel, at: float, limit: float) -> None:
+            """Bank the progress made at the old speed and schedule the end at the new one."""
+            nonlocal seq
+            done = r.v_done + r.v_speed * (at - r.v_at)
+            if done > 1.0:
+                done = 1.0
+            r.v_done = done
+            r.v_at = at
+            if r.v_nosleep:  # lazy_check_wraparound_failsafe(): no more cost-based sleeps
+                length = r.v_work + 0.0
+            else:
+                length = r.v_work + r.v_cost / limit * r.delay_ms / 1000.0
+            r.v_speed = 1.0 / length if length > 0 else math.inf
+            r.v_version += 1
+            seq += 1
+            push(events, (at + (1.0 - done) * length, seq, r.v_version, r))
 
-    # -- the launcher ------------------------------------------------------------------------
-
-    def _launch(self, at: float) -> None:
-        if not self.free:
-            self.pending_launch = True  # the next worker to exit wakes the launcher
-            return
-        self._start_worker(at)
-        self._push(at + self.launcher.launch_every_s, _LAUNCH, 0, 0)
-
-    def _start_worker(self, at: float) -> None:
-        self.launches += 1
-        states = self.states
-        self.due = [i for i in self.due if states[i].due_at is not None]
-        self.listed = set(self.due)
-        todo = [i for i in self.due if not states[i].running]
-        if not todo:
-            return  # the worker finds nothing to do and exits at once
-        worker = _Worker(self.free.pop(), todo)
-        self.workers[worker.slot] = worker
-        self._next_table(worker, at)
-
-    # -- workers -----------------------------------------------------------------------------
-
-    def _next_table(self, worker: _Worker, at: float) -> None:
-        while worker.position < len(worker.todo):
-            index = worker.todo[worker.position]
-            worker.position += 1
-            state = self.states[index]
-            if state.running or state.due_at is None:
-                continue  # table_recheck_autovac(): taken by another worker, or done already
-            self._start_vacuum(worker, index, at)
-            return
-        del self.workers[worker.slot]
-        self.free.append(worker.slot)
-        if self.pending_launch:
-            self.pending_launch = False
-            self._launch(at)
-
-    def _start_vacuum(self, worker: _Worker, index: int, at: float) -> None:
-        subject, state = self.subjects[index], self.states[index]
-        self._advance(index, at)
-        tally = self.tallies[index]
-        assert state.due_at is not None
-        wait = at - state.due_at
-        tally.waited += wait
-        if wait > tally.max_wait:
-            tally.max_wait = wait
-        forced = state.xid_age > subject.xid_limit
-        aggressive = state.xid_age >= subject.aggressive_age
-        # Changes since the last vacuum: before the first, the dead tuples and inserts found.
-        changes = state.changes if state.last_end is not None else state.dead + state.inserted
-        clean = clean_share(_changes_age(subject, state, at), changes / _pages(subject, state))
-        work_s, cost = _vacuum_cost(subject, state, aggressive=aggressive, clean=clean)
-        vacuum = _Vacuum(index, worker.slot, at, work_s, cost, at=at, forced=forced)
-        state.running = True
-        worker.vacuum = vacuum
-        self.vacuuming[index] = worker
-        if subject.balanced:
-            self.sharing += 1
-            self._rebalance(at)
-        else:
-            self._reschedule(vacuum, at)
-
-    def _finish(self, index: int, version: int, at: float) -> None:
-        state = self.states[index]
-        worker = self.vacuuming.get(index)
-        if worker is None or worker.vacuum is None or worker.vacuum.version != version:
-            return  # superseded: the share changed and the end moved
-        vacuum = worker.vacuum
-        worker.vacuum = None
-        del self.vacuuming[index]
-        subject, tally = self.subjects[index], self.tallies[index]
-        self._advance(index, at)
-        if state.dead > tally.peak_dead:
-            tally.peak_dead = state.dead
-        tally.vacuums += 1
-        tally.forced += vacuum.forced
-        tally.starts.append(vacuum.start)
-        tally.durations.append(at - vacuum.start)
-        self.spans.append(Span(vacuum.worker, index, vacuum.start, at, vacuum.forced))
-        state.dead = COUNTED_DURING * subject.dead_per_second * (at - vacuum.start)
-        state.inserted = 0.0
-        # Vacuum sets every page it leaves clean all-visible; what changed meanwhile is not.
-        state.visible = _pages(subject, state)
-        state.changes = (subject.dead_per_second + subject.inserts_per_second) * (at - vacuum.start)
-        if state.xid_age >= subject.aggressive_age:
-            state.xid_age = min(state.xid_age, subject.freeze_min_age)
-        state.running = False
-        state.due_at = None
-        state.last_end = at
-        state.version += 1
-        self._schedule_due(index, at)
-        if subject.balanced:
-            self.sharing -= 1
-            self._rebalance(at)
-        self._next_table(worker, at)
-
-    # -- counters and thresholds -------------------------------------------------------------
-
-    def _advance(self, index: int, at: float) -> None:
-        """Bring a relation's counters forward to ``at``."""
-        subject, state = self.subjects[index], self.states[index]
-        elapsed = at - state.since
-        if elapsed <= 0:
-            return
-        state.dead += subject.dead_per_second * elapsed
-        state.inserted += subject.inserts_per_second * elapsed
-        state.changes += (subject.dead_per_second + subject.inserts_per_second) * elapsed
-        state.xid_age += self.launcher.xids_per_second * elapsed
-        if subject.live_per_second:
-            state.reltuples = max(state.reltuples + subject.live_per_second * elapsed, 0.0)
-        state.since = at
-
-    def _schedule_due(self, index: int, at: float) -> None:
-        """When the relation next needs a vacuum, as an event (now, if it already does)."""
-        subject, state = self.subjects[index], self.states[index]
-        when = _crossing(subject, state, self.launcher.xids_per_second)
-        if when <= self.end:
-            self._push(when if when > at else at, _DUE, index, state.version)
-
-    def _mark_due(self, index: int, version: int, at: float) -> None:
-        state = self.states[index]
-        if state.version != version or state.due_at is not None:
-            return
-        state.due_at = at
-        if index not in self.listed:
-            self.listed.add(index)
-            bisect.insort(self.due, index)
-
-    def _close_peak(self, index: int, state: _State) -> None:
-        self._advance(index, self.end)
-        tally = self.tallies[index]
-        tally.peak_dead = max(tally.peak_dead, state.dead)
-
-    # -- cost balancing ----------------------------------------------------------------------
-
-    def _rebalance(self, at: float) -> None:
-        """Re-split the cost limit among the balanced workers and move their vacuums' ends."""
-        for worker in self.vacuuming.values():
-            vacuum = worker.vacuum
-            if vacuum is not None and self.subjects[vacuum.subject].balanced:
-                self._reschedule(vacuum, at)
-
-    def _reschedule(self, vacuum: _Vacuum, at: float) -> None:
-        """Bank the progress made at the old speed and schedule the end at the new one."""
-        vacuum.done = min(vacuum.done + vacuum.speed * (at - vacuum.at), 1.0)
-        vacuum.at = at
-        length = vacuum.work_s + self._sleep_s(vacuum, self.sharing)
-        vacuum.speed = 1.0 / length if length > 0 else math.inf
-        vacuum.version += 1
-        self._push(at + (1.0 - vacuum.done) * length, _END, vacuum.subject, vacuum.version)
-
-    def _sleep_s(self, vacuum: _Vacuum, sharing: int) -> float:
-        subject, launcher = self.subjects[vacuum.subject], self.launcher
-        if self.states[vacuum.subject].xid_age >= subject.failsafe_age:
-            return 0.0  # lazy_check_wraparound_failsafe(): no more cost-based sleeps
-        delay = launcher.cost_delay_ms if subject.own_delay_ms is None else subject.own_delay_ms
-        if subject.balanced:
-            limit = launcher.cost_limit / sharing if sharing > 1 else launcher.cost_limit
+        def rebalance(at: float) -> None:
+            """Re-split the cost limit among the balanced workers and move their ends."""
+            limit = cost_limit / sharing if sharing > 1 else cost_limit
             if limit < 1.0:
                 limit = 1.0
-        else:
-            limit = subject.own_limit or launcher.cost_limit
-        return vacuum.sleep_cost / limit * delay / 1000.0 if delay > 0 else 0.0
+            for r in running:
+                if r.balanced:
+                    reschedule(r, at, limit)
+
+        def finish(r: _Rel, at: float) -> None:
+            nonlocal sharing, seq
+            running.remove(r)
+            elapsed = at - r.since  # the counters brought forward (_Rel.advance, written out)
+            if elapsed > 0:
+                r.dead += r.dead_per_second * elapsed
+                r.inserted += r.inserts_per_second * elapsed
+                r.changes += r.changes_per_second * elapsed
+                r.xid_age += xps * elapsed
+                if r.live_per_second:
+                    reltuples = r.reltuples + r.live_per_second * elapsed
+                    r.reltuples = 0.0 if reltuples < 0.0 else reltuples
+                r.since = at
+            if r.dead > r.peak_dead:
+                r.peak_dead = r.dead
+            start, worker = r.v_start, r.v_worker
+            assert worker is not None
+            r.vacuums += 1
+            r.forced += r.v_forced
+            r.starts.append(start)
+            r.durations.append(at - start)
+            span_workers.append(worker.slot)
+            span_subjects.append(r.index)
+            span_starts.append(start)
+            span_ends.append(at)
+            span_forced.append(r.v_forced)
+            r.dead = COUNTED_DURING * r.dead_per_second * (at - start)
+            r.inserted = 0.0
+            # Vacuum sets every page it leaves clean all-visible; what changed meanwhile is not.
+            r.visible = r.pages()
+            r.changes = r.changes_per_second * (at - start)
+            if r.xid_age >= r.aggressive_age and r.freeze_min_age < r.xid_age:
+                r.xid_age = r.freeze_min_age
+            r.running = False
+            r.due_at = None
+            r.last_end = at
+            when = _crossing(r, r.since, xps)
+            if when <= end:
+                seq += 1
+                r.next_due = when = when if when > at else at
+                r.next_seq = seq
+                r.next_bucket = k = int(when / every)
+                bucket = buckets.get(k)
+                if bucket is None:
+                    buckets[k] = [r]
+                else:
+                    bucket.append(r)
+            else:
+                r.next_bucket = -1
+            if r.balanced:
+                sharing -= 1
+                if running:
+                    rebalance(at)
+            next_table(worker, at)
+
+        first = launcher.first_launch_s
+        seq += 1
+        push(events, (every / 2 if first is None else first, seq, _LAUNCH, None))
+        while events:
+            at, current, version, rel = pop(events)
+            if at > end:
+                break
+            if rel is None:
+                launch(at)
+            elif rel.running and rel.v_version == version:  # else superseded: the end moved
+                finish(rel, at)
+        return Outcome(self.subjects, self._tallies(rels), spans, launches, end)
+
+    def _relations(self, buckets: dict[int, list[_Rel]], every: float) -> list[_Rel]:
+        """The relations that pass a threshold within the window, each noted in the bucket of
+        the moment it does (their sequence numbers follow pg_class order)."""
+        launcher, end = self.launcher, self.end
+        xps = launcher.xids_per_second
+        rels = []
+        for index, s in enumerate(self.subjects):
+            when = _crossing(s, 0.0, xps)
+            if when <= end:
+                r = _Rel(index, s, launcher)
+                rels.append(r)
+                r.next_due = when = when if when > 0.0 else 0.0
+                r.next_seq = len(rels)
+                r.next_bucket = k = int(when / every)
+                buckets.setdefault(k, []).append(r)
+        return rels
+
+    def _tallies(self, rels: list[_Rel]) -> dict[int, Tally]:
+        """The tallies of the relations in the loop, their dead tuples brought forward to the
+        end of the window."""
+        end, xps = self.end, self.launcher.xids_per_second
+        tallies = {}
+        for r in rels:
+            r.advance(end, xps)
+            r.peak_dead = max(r.peak_dead, r.dead)
+            tallies[r.index] = r.tally()
+        return tallies
 
 
 def simulate(subjects: list[Subject], launcher: Launcher, seconds: float) -> Outcome:
@@ -424,43 +649,37 @@ def vacuum_threshold(subject: Subject, reltuples: float) -> float:
     return threshold if subject.vacuum_cap is None else min(threshold, subject.vacuum_cap)
 
 
-def _crossing(subject: Subject, state: _State, xids_per_second: float) -> float:
-    """The moment the relation next needs a vacuum (relation_needs_vacanalyze()): past its
-    vacuum or insert threshold while they apply, or past its freeze limit; inf if never.
-    Written out: it runs once per simulated vacuum."""
-    since = state.since
-    if state.xid_age > subject.xid_limit:
+def _crossing(r: _Thresholds, since: float, xids_per_second: float) -> float:
+    """The moment a relation next needs a vacuum (relation_needs_vacanalyze()), from its
+    counters as of ``since``: past its vacuum or insert threshold while they apply, or past its
+    freeze limit; inf if never. Written out: it runs once per simulated vacuum."""
+    xid_age = r.xid_age
+    if xid_age > r.xid_limit:
         return since
     when = math.inf
     if xids_per_second > 0:
-        when = since + (subject.xid_limit - state.xid_age) / xids_per_second
-    if subject.enabled:
-        threshold = subject.vacuum_base + subject.vacuum_scale * state.reltuples
-        if subject.vacuum_cap is not None and subject.vacuum_cap < threshold:
-            threshold = subject.vacuum_cap
-        if state.dead > threshold:
+        when = since + (r.xid_limit - xid_age) / xids_per_second
+    if r.enabled:
+        threshold = r.vacuum_base + r.vacuum_scale * r.reltuples
+        if r.vacuum_cap is not None and r.vacuum_cap < threshold:
+            threshold = r.vacuum_cap
+        dead = r.dead
+        if dead > threshold:
             return since
-        if subject.dead_per_second > 0:
-            at = since + (threshold - state.dead) / subject.dead_per_second
+        if r.dead_per_second > 0:
+            at = since + (threshold - dead) / r.dead_per_second
             if at < when:
                 when = at
-        if subject.insert_base is not None:
-            limit = subject.insert_base + subject.insert_scale * state.reltuples * subject.unfrozen
-            if state.inserted > limit:
+        if r.insert_base is not None:
+            limit = r.insert_base + r.insert_scale * r.reltuples * r.unfrozen
+            inserted = r.inserted
+            if inserted > limit:
                 return since
-            if subject.inserts_per_second > 0:
-                at = since + (limit - state.inserted) / subject.inserts_per_second
+            if r.inserts_per_second > 0:
+                at = since + (limit - inserted) / r.inserts_per_second
                 if at < when:
                     when = at
     return when
-
-
-def _pages(subject: Subject, state: _State) -> float:
-    """Heap pages now: the table grows and shrinks with reltuples."""
-    pages = subject.pages if subject.pages > 1.0 else 1.0
-    if subject.reltuples > 0 and state.reltuples != subject.reltuples and state.reltuples > 0:
-        pages = max(pages * state.reltuples / subject.reltuples, 1.0)
-    return pages
 
 
 class Clean(NamedTuple):
@@ -493,44 +712,50 @@ def clean_share(age_s: float, changes_per_page: float) -> Clean:
     return Clean(touched, min(latest / CHECKPOINT_S, 1.0), untouched)
 
 
-def _changes_age(subject: Subject, state: _State, at: float) -> float:
-    """How far back the changes a vacuum now finds go: to its last vacuum's end, or, before
-    the first, as long as the dead tuples took to accrue at their rate."""
-    if state.last_end is not None:
-        return at - state.last_end
-    if subject.dead_per_second > 0:
-        return state.dead / subject.dead_per_second
-    return math.inf
-
-
-def _vacuum_cost(
-    subject: Subject, state: _State, *, aggressive: bool, clean: Clean
-) -> tuple[float, float]:
-    """The unthrottled seconds and the cost of one vacuum from the relation's state now.
+def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]:
+    """The unthrottled seconds and the cost of one vacuum starting at ``at``.
 
     Heap pages: an aggressive vacuum reads them all; a normal one skips the all-visible pages
     (the visibility map; heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
     lose the bit as changes reach them, taken as spread at random: ``visible ×
     e^(−changes/pages)`` stay. Each page read is dirtied, but vacuum pays
-    vacuum_cost_page_dirty only for those still clean (MarkBufferDirty() in bufmgr.c):
-    ``clean``, the touched pages first among those read. Indexes: unless fewer than 2 % of the
-    pages hold dead tuples (the bypass, 14+) every index page is read once and those holding
-    dead entries dirtied, clean as often as touched heap pages; then the heap pages that held
-    dead tuples are visited a second time to free their dead items (lazy_vacuum_heap_rel()),
-    already dirty by then."""
-    pages = _pages(subject, state)
-    visible = min(state.visible, pages) * math.exp(-state.changes / pages)
-    heap = pages if aggressive else pages - visible
-    touched = min(clean.touched * pages, heap)
+    vacuum_cost_page_dirty only for those still clean (MarkBufferDirty() in bufmgr.c), as
+    clean_share() gives for the changes since its last vacuum's end (before the first: the dead
+    tuples and inserts found, as long as the dead tuples took to accrue at their rate), the
+    touched pages first among those read. Indexes: unless fewer than 2 % of the pages hold dead
+    tuples (the bypass, 14+) every index page is read once and those holding dead entries
+    dirtied, clean as often as touched heap pages; then the heap pages that held dead tuples
+    are visited a second time to free their dead items (lazy_vacuum_heap_rel()), already dirty
+    by then."""
+    pages, then, now = r.base_pages, r.reltuples_then, r.reltuples  # _Rel.pages(), written out
+    if then > 0 and now != then and now > 0:
+        pages = pages * now / then
+        if pages < 1.0:
+            pages = 1.0
+    if r.last_end is not None:
+        age, changes = at - r.last_end, r.changes
+    else:
+        age = r.dead / r.dead_per_second if r.dead_per_second > 0 else math.inf
+        changes = r.dead + r.inserted
+    clean = clean_share(age, changes / pages)
+    if aggressive:
+        heap = pages
+    else:
+        visible = pages if pages < r.visible else r.visible
+        heap = pages - visible * math.exp(-r.changes / pages)
+    touched = clean.touched * pages
+    if touched > heap:
+        touched = heap
     paid = touched * clean.if_touched + (heap - touched) * clean.if_untouched
-    cost = heap * subject.page_hit + paid * subject.page_dirty
+    cost = heap * r.page_hit + paid * r.page_dirty
     index_read = 0.0
-    if subject.n_indexes and state.dead >= 0.02 * pages and subject.index_pages > 0:
-        index_read = subject.index_pages
-        dirtied = subject.index_pages * (1.0 - math.exp(-state.dead / subject.index_pages))
-        cost += index_read * subject.page_hit + clean.if_touched * dirtied * subject.page_dirty
-        second = pages * (1.0 - math.exp(-state.dead / pages))
-        cost += second * subject.page_hit
+    dead = r.dead
+    if r.indexed and dead >= 0.02 * pages:
+        index_read = r.index_pages
+        dirtied = index_read * (1.0 - math.exp(-dead / index_read))
+        cost += index_read * r.page_hit + clean.if_touched * dirtied * r.page_dirty
+        second = pages * (1.0 - math.exp(-dead / pages))
+        cost += second * r.page_hit
         index_read += second
     work = FIXED_S + (heap + index_read) * PAGE_S
     return work, cost
