@@ -64,7 +64,9 @@ class Recorder:
         self.refreshes += 1
         if view is not None and snapshot is not None:
             started = view.taken_at
-            metrics = view_metrics(view, seconds=refresh.seconds, statements=refresh.statements)
+            metrics = view_metrics(
+                view, snapshot, seconds=refresh.seconds, statements=refresh.statements
+            )
             metrics[SNAPSHOT] = pack_snapshot(snapshot)
         else:
             started = datetime.now(UTC) - timedelta(seconds=refresh.seconds)

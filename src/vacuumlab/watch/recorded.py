@@ -15,6 +15,10 @@ taken (or the failed refresh began) and its end that plus the refresh's wall tim
   had dead tuples, so a reader knows whether a relation absent from a point had none;
 - ``vacuum|schema.table`` for every vacuum running in the database: the share of its heap
   scanned;
+- ``ended|schema.table`` for every relation whose last vacuum (manual or auto) ended since the
+  previous refresh: that end in seconds since the epoch, and ``took|schema.table`` its length
+  when known (18's total vacuum times: watch/view.py) — so a vacuum shorter than the time
+  between two refreshes, which no refresh sees running, is still on the timeline;
 - ``snapshot_zlib_b64``: the snapshot itself (its JSON, zlib-compressed, base64), so a watched
   period can be replayed: :func:`snapshot_of` reads it back.
 """
@@ -26,6 +30,7 @@ import binascii
 import json
 import zlib
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Final
 
 from vacuumlab.errors import VacuumlabError
@@ -35,6 +40,8 @@ from vacuumlab.records.snapshot import Snapshot, parse_snapshot
 STUDY: Final = "watch"
 DEAD: Final = "dead"
 VACUUM: Final = "vacuum"
+ENDED: Final = "ended"
+TOOK: Final = "took"
 SNAPSHOT: Final = "snapshot_zlib_b64"
 #: Relations whose dead tuples one point keeps at most (about 40 bytes each).
 RECORD_TABLES: Final = 500
@@ -53,8 +60,11 @@ def split_metric(name: str) -> tuple[str, str] | None:
     return (kind, label) if sep else None
 
 
-def view_metrics(view: LiveView, *, seconds: float, statements: int) -> Metrics:
-    """A refresh that read the server: its figures, and its relations' dead tuples."""
+def view_metrics(
+    view: LiveView, snapshot: Snapshot | None = None, *, seconds: float, statements: int
+) -> Metrics:
+    """A refresh that read the server: its figures, its relations' dead tuples and vacuums
+    (the vacuums that ended since the previous refresh need its ``snapshot``)."""
     wrap: dict[str, Wraparound] = {w.counter: w for w in view.wraparound}
     holder = view.oldest_holder()
     found: Metrics = {
@@ -82,6 +92,27 @@ def view_metrics(view: LiveView, *, seconds: float, statements: int) -> Metrics:
     for v in view.vacuums:
         if v.relation in here:
             found[table_metric(VACUUM, v.relation)] = round(v.scanned_share, 4)
+    if snapshot is not None:
+        found |= ended(view, snapshot)
+    return found
+
+
+def ended(view: LiveView, snapshot: Snapshot) -> Metrics:
+    """The vacuums that ended since the previous refresh (none on the first: no interval)."""
+    if not view.interval_s:
+        return {}
+    since = view.taken_at - timedelta(seconds=view.interval_s)
+    live = {t.oid: t for t in view.tables}
+    found: Metrics = {}
+    for table in snapshot.tables:
+        for rel in (table.heap, table.toast):
+            row = live.get(rel.oid) if rel is not None else None
+            if rel is None or row is None:
+                continue
+            end = max((m for m in (rel.last_vacuum, rel.last_autovacuum) if m), default=None)
+            if end is not None and end > since:
+                found[table_metric(ENDED, row.label)] = end.timestamp()
+                found[table_metric(TOOK, row.label)] = row.last_vacuum_s
     return found
 
 
