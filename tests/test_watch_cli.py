@@ -24,6 +24,7 @@ from vacuumlab.pg.sandbox import Sandbox
 
 WIDTH, HEIGHT = 200, 50
 #: The blocks column of a running VACUUM of public.big: "scanned / total".
+STATEMENTS = re.compile(r"(\d+) statements")
 BLOCKS = re.compile(r"public\.big\s+VACUUM\s+\S+ heap\s.*?\s([\d,]+) / ([\d,]+)\s")
 
 
@@ -141,6 +142,7 @@ def test_the_screen_shows_a_slow_vacuum_rising_and_the_keys_change_the_view(
         assert "Running vacuums: 1" in later
         assert queue_rows(later)[0] == "public.big"  # being vacuumed: first in the queue
         assert "running" in later
+        statements = STATEMENTS.findall(status(later))
 
         term.keys("s", "s")  # progress to threshold, then dead tuples
         screen = term.wait_for("sort: dead tuples")
@@ -161,6 +163,8 @@ def test_the_screen_shows_a_slow_vacuum_rising_and_the_keys_change_the_view(
         term.keys("Escape", "p")  # the filter cleared, refreshes again
         term.wait(lambda s: "PAUSED" not in status(s) and status(s) != paused)
         assert "public.big" in queue_rows(term.screen())
+        # The keys changed what is shown, not what a refresh asks.
+        assert STATEMENTS.findall(status(term.screen())) == statements
 
         term.keys("q")
         term.wait_for("EXIT 0", timeout=10)

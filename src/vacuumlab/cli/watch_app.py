@@ -230,13 +230,13 @@ class WatchApp(App[None]):
             self.latest = refresh
         self.redraw()
 
-    def redraw(self) -> None:
+    def redraw(self, *, keyed: bool = False) -> None:
+        """Draw the latest view; ``keyed``: only what the sort and the filter change."""
         self._status()
         self._banner()
         view = self.view
         if view is None:
             return
-        self.query_one("#summary", Static).update(rows.workers_line(view.workers))
         self._fill("vacuums", [(str(v.pid), rows.vacuum_cells(v)) for v in self._vacuums(view)])
         shown, matched = rows.queue(view, self.query_state)
         self._fill("queue", [(str(t.oid), rows.queue_cells(t, view)) for t in shown])
@@ -244,6 +244,9 @@ class WatchApp(App[None]):
             len(shown), matched, view, self.query_state
         )
         self.query_one("#vacuums").border_title = rows.vacuums_title(view, self.query_state)
+        if keyed:
+            return
+        self.query_one("#summary", Static).update(rows.workers_line(view.workers))
         self._fill("holders", [(str(i), rows.holder_cells(h)) for i, h in enumerate(view.holders)])
         self._fill("wraparound", [(w.counter, rows.wrap_cells(w)) for w in view.wraparound])
         if isinstance(self.screen, DetailScreen):
@@ -302,7 +305,7 @@ class WatchApp(App[None]):
 
     def action_sort(self) -> None:
         self.query_state = self.query_state.next_sort()
-        self.redraw()
+        self.redraw(keyed=True)
 
     def action_filter(self) -> None:
         field = self.query_one("#filter", Input)
@@ -313,7 +316,7 @@ class WatchApp(App[None]):
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.query_state = self.query_state.filtered(event.value)
-        self.redraw()
+        self.redraw(keyed=True)
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self) -> None:
@@ -322,7 +325,7 @@ class WatchApp(App[None]):
     def action_clear_filter(self) -> None:
         self.query_state = self.query_state.filtered("")
         self._close_filter()
-        self.redraw()
+        self.redraw(keyed=True)
 
     def _close_filter(self) -> None:
         self.query_one("#filter", Input).display = False

@@ -20,7 +20,7 @@ from vacuumlab.units import count, duration, rate, share
 
 DASH: Final = "–"
 #: Relations the queue panel lists at most: those nearest autovacuum in the chosen order.
-QUEUE_ROWS: Final = 200
+QUEUE_ROWS: Final = 100
 BAR_WIDTH: Final = 12
 #: A bar's partial cell, in eighths.
 _EIGHTHS: Final = " ▏▎▍▌▋▊▉"
