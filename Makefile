@@ -53,6 +53,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/advise_scale.py
 	$(BIN)/python bench/simulate_scale.py
 	$(BIN)/python bench/watch_refresh.py
+	$(BIN)/python bench/watch_screen.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

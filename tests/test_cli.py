@@ -51,7 +51,7 @@ def test_command_tree_is_complete() -> None:
     expected = (
         {"sandbox", "snapshot", "demo", "version", "run", "run churn", "run cost-driver"}
         | {"report", "runs", "advise", "simulate", "run toast", "run fillfactor", "run scheduling"}
-        | {"exporter"}
+        | {"exporter", "watch"}
         | {
             f"sandbox {c}"
             for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")

@@ -56,7 +56,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
 
 
 def test_every_study_has_a_renderer() -> None:
-    assert set(RENDERERS) == {spec.STUDY for spec in SPECS}
+    # And a recorded `vacuumlab watch`, whose runs are not a study's (test_watch_record.py).
+    assert set(RENDERERS) == {spec.STUDY for spec in SPECS} | {"watch"}
 
 
 def test_each_study_renders_through_the_registry(pages: dict[str, Path]) -> None:
@@ -87,6 +88,7 @@ REPORT_MODULES = (
     "vacuumlab.report.fillfactor",
     "vacuumlab.report.toast",
     "vacuumlab.report.scheduling",
+    "vacuumlab.report.watch",
     "vacuumlab.report.advice_md",
     "vacuumlab.report.advice_html",
     "vacuumlab.report.advice_text",
@@ -166,4 +168,4 @@ def test_every_study_in_the_lab_has_a_renderer():
     from vacuumlab.lab.registry import STUDIES
     from vacuumlab.report import RENDERERS
 
-    assert set(RENDERERS) == set(STUDIES)
+    assert set(RENDERERS) == set(STUDIES) | {"watch"}

@@ -1,7 +1,7 @@
 """The ``vacuumlab`` command: parses, calls the library, picks an output format.
 
 Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``,
-``simulate``, ``exporter``, ``report``);
+``simulate``, ``watch``, ``exporter``, ``report``);
 this one builds the app and turns errors into one line. Errors the user can act on
 (:class:`VacuumlabError`) print one line and exit with 2; Ctrl-C and SIGTERM unwind cleanly
 (servers started here are stopped) and exit with 130.
@@ -22,6 +22,7 @@ from vacuumlab.cli.report import report, runs
 from vacuumlab.cli.run import run_app
 from vacuumlab.cli.sandbox import demo, sandbox_app
 from vacuumlab.cli.simulate import simulate_command
+from vacuumlab.cli.watch import watch_command
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import default_dir, interrupt_on_signals
 
@@ -38,6 +39,7 @@ app.command("snapshot")(snapshot)
 app.command("advise")(advise_command)
 app.command("simulate")(simulate_command)
 app.command("exporter")(exporter_command)
+app.command("watch")(watch_command)
 app.command("demo")(demo)
 app.add_typer(run_app, name="run")
 app.command("report")(report)

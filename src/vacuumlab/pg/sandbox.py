@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -322,10 +323,12 @@ class Sandbox:
             self._watchdog.wait()
             self._watchdog = None
 
-    def restart(self) -> None:
-        """Restart on the same port, keeping this object's ownership of the server."""
+    def restart(self, *, down_s: float = 0.0) -> None:
+        """Restart on the same port, keeping this object's ownership of the server; with
+        ``down_s``, the server stays down that long (how a client lives through an outage)."""
         port = self.port
         self._run("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop")
+        time.sleep(down_s)
         self._pg_ctl_start(port)
 
     def _pg_ctl_start(self, port: int) -> None:

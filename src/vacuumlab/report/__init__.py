@@ -28,6 +28,7 @@ _MODULES = {
     "fillfactor": "vacuumlab.report.fillfactor",
     "toast": "vacuumlab.report.toast",
     "scheduling": "vacuumlab.report.scheduling",
+    "watch": "vacuumlab.report.watch",
 }
 
 

@@ -1,0 +1,376 @@
+"""The full-screen view of ``vacuumlab watch``, on Textual, after pg_activity and htop: a
+status line, a banner while the server cannot be read, the workers, the running vacuums, the
+queue, and side by side what holds vacuum back and how far wraparound is.
+
+One background thread (:class:`Refresher`) takes a refresh every ``every_s`` seconds and posts
+it to the App; the screen draws only from the latest refresh's records (cli/watch_rows.py).
+Keys change what is drawn (sort, filter, details), never what is asked of the server; a pause
+stops the thread's refreshes altogether.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from vacuumlab.cli import watch_rows as rows
+from vacuumlab.records.live import LiveView, RunningVacuum, TableLive
+from vacuumlab.watch.detail import detail
+from vacuumlab.watch.source import Refresh
+
+Fetch = Callable[[], Refresh]
+
+
+class Refreshed(Message):
+    """A refresh, posted from the refresher's thread."""
+
+    def __init__(self, refresh: Refresh) -> None:
+        super().__init__()
+        self.refresh = refresh
+
+
+class Refresher:
+    """One thread: ``fetch`` every ``every_s`` seconds (from the start of one to the start of
+    the next) unless paused, each result handed to ``deliver``; ``on_exit`` runs in the same
+    thread once it stops, so whatever ``fetch`` uses is closed by the thread that used it."""
+
+    def __init__(
+        self,
+        fetch: Fetch,
+        every_s: float,
+        deliver: Callable[[Refresh], object],
+        on_exit: Callable[[], object] | None = None,
+    ) -> None:
+        self.fetch, self.every_s, self.deliver, self.on_exit = fetch, every_s, deliver, on_exit
+        self.paused = False
+        self.stopped = threading.Event()
+        self.wake = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="vacuumlab-watch", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def pause(self, paused: bool) -> None:
+        self.paused = paused
+        self.wake.set()  # resuming refreshes at once
+
+    def stop(self, wait_s: float = 2.0) -> None:
+        """Stop, and wait a moment for a refresh under way (the session's timeouts bound it;
+        the thread is a daemon, so a server that hangs cannot hold the exit)."""
+        self.stopped.set()
+        self.wake.set()
+        if self.thread.is_alive():
+            self.thread.join(wait_s)
+
+    def _run(self) -> None:
+        try:
+            while not self.stopped.is_set():
+                if self.paused:
+                    self._sleep(None)
+                    continue
+                started = time.monotonic()
+                refresh = self.fetch()
+                if not self.stopped.is_set():
+                    self.deliver(refresh)
+                self._sleep(max(0.0, self.every_s - (time.monotonic() - started)))
+        finally:
+            if self.on_exit is not None:
+                self.on_exit()
+
+    def _sleep(self, seconds: float | None) -> None:
+        self.wake.wait(seconds)
+        self.wake.clear()
+
+
+class DetailScreen(ModalScreen[None]):
+    """One relation in full, redrawn at every refresh while it is open."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter,q", "app.pop_screen", "Close"),
+    ]
+
+    def __init__(self, oid: int, lines: Sequence[Text]) -> None:
+        super().__init__()
+        self.oid = oid
+        self.lines = lines
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail"):
+            yield Static(Text("\n").join(self.lines), id="detail-body")
+
+    def show(self, lines: Sequence[Text]) -> None:
+        self.query_one("#detail-body", Static).update(Text("\n").join(lines))
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,enter,q,question_mark", "app.pop_screen", "Close"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        text = Text("vacuumlab watch: keys\n\n", style="bold")
+        for key, what in rows.HELP:
+            text.append(f"{key:>14}  ", style="bold cyan")
+            text.append(f"{what}\n")
+        text.append(
+            "\nThe queue is in the order autovacuum would take the relations: being vacuumed, "
+            "then due (heaps in pg_class order, then TOAST relations), then by the start the "
+            "simulator predicts. Rates and starts need two refreshes."
+        )
+        with VerticalScroll(id="help"):
+            yield Static(text)
+
+
+class WatchApp(App[None]):
+    """The live view. ``fetch`` None: no refresher (tests post refreshes themselves)."""
+
+    TITLE = "vacuumlab watch"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    #status { height: 1; background: $panel; }
+    #banner { height: auto; background: $error; color: $text; text-style: bold; display: none; }
+    #summary { height: auto; padding: 0 1; }
+    DataTable { height: auto; border: round $primary-darken-2; }
+    DataTable:focus { border: round $accent; }
+    #vacuums { max-height: 12; }
+    #queue { height: 1fr; min-height: 6; }
+    #bottom { height: auto; max-height: 12; }
+    #holders { width: 1fr; max-height: 12; }
+    #wraparound { width: auto; max-width: 60%; max-height: 12; }
+    #filter { dock: bottom; display: none; }
+    #detail, #help { width: 90%; height: 85%; border: round $accent; background: $surface;
+                     padding: 0 1; }
+    DetailScreen, HelpScreen { align: center middle; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q,ctrl+c", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("s", "sort", "Sort"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("p,space", "pause", "Pause"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(
+        self,
+        fetch: Fetch | None,
+        *,
+        every_s: float = 2.0,
+        on_exit: Callable[[], object] | None = None,
+    ) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self.query_state = rows.Query()
+        self.paused = False
+        self.latest: Refresh | None = None  # the last refresh with a view
+        self.error: str | None = None
+        self.refresher = (
+            Refresher(fetch, every_s, self._post, on_exit) if fetch is not None else None
+        )
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="status")
+        yield Static(id="banner")
+        yield Static(Text("waiting for the first refresh…"), id="summary")
+        yield self._table("vacuums", rows.VACUUM_COLUMNS, "Running vacuums")
+        yield self._table("queue", rows.QUEUE_COLUMNS, "Queue")
+        with Horizontal(id="bottom"):
+            yield self._table("holders", rows.HOLDER_COLUMNS, "What holds vacuum back")
+            yield self._table("wraparound", rows.WRAP_COLUMNS, "Wraparound")
+        yield Input(placeholder="filter by schema or table name", id="filter")
+        yield Footer()
+
+    @staticmethod
+    def _table(name: str, columns: Sequence[str], title: str) -> DataTable[str | Text]:
+        table: DataTable[str | Text] = DataTable(id=name, cursor_type="row", zebra_stripes=True)
+        table.add_columns(*columns)
+        table.border_title = title
+        return table
+
+    def on_mount(self) -> None:
+        self._status()
+        self.query_one("#queue", DataTable).focus()
+        if self.refresher is not None:
+            self.refresher.start()
+
+    def on_unmount(self) -> None:
+        if self.refresher is not None:
+            self.refresher.stop()
+
+    # -- refreshes ------------------------------------------------------------------------
+
+    def _post(self, refresh: Refresh) -> None:
+        # RuntimeError: the App's loop has closed; it is exiting.
+        with contextlib.suppress(RuntimeError):
+            self.post_message(Refreshed(refresh))
+
+    def on_refreshed(self, message: Refreshed) -> None:
+        self.show(message.refresh)
+
+    def show(self, refresh: Refresh) -> None:
+        """Draw a refresh: its view, or the banner saying why there is none."""
+        if self.paused:
+            return  # under way when the pause began: the screen stays as it was
+        self.error = refresh.error
+        if refresh.view is not None:
+            self.latest = refresh
+        self.redraw()
+
+    def redraw(self, *, keyed: bool = False) -> None:
+        """Draw the latest view; ``keyed``: only what the sort and the filter change."""
+        self._status()
+        self._banner()
+        view = self.view
+        if view is None:
+            return
+        self._fill("vacuums", [(str(v.pid), rows.vacuum_cells(v)) for v in self._vacuums(view)])
+        shown, matched = rows.queue(view, self.query_state)
+        self._fill("queue", [(str(t.oid), rows.queue_cells(t, view)) for t in shown])
+        self.query_one("#queue").border_title = rows.queue_title(
+            len(shown), matched, view, self.query_state
+        )
+        self.query_one("#vacuums").border_title = rows.vacuums_title(view, self.query_state)
+        if keyed:
+            return
+        self.query_one("#summary", Static).update(rows.workers_line(view.workers))
+        self._fill("holders", [(str(i), rows.holder_cells(h)) for i, h in enumerate(view.holders)])
+        self._fill("wraparound", [(w.counter, rows.wrap_cells(w)) for w in view.wraparound])
+        if isinstance(self.screen, DetailScreen):
+            lines = self._detail_lines(self.screen.oid)
+            if lines is not None:
+                self.screen.show(lines)
+
+    @property
+    def view(self) -> LiveView | None:
+        return None if self.latest is None else self.latest.view
+
+    def _vacuums(self, view: LiveView) -> list[RunningVacuum]:
+        return rows.vacuums(view, self.query_state)
+
+    def _fill(self, name: str, found: Sequence[tuple[str, rows.Cells]]) -> None:
+        """Replace a table's rows, keeping the cursor on the same row when it is still there."""
+        table = self.query_one(f"#{name}", DataTable)
+        selected = self._selected_key(table)
+        table.clear()
+        for key, cells in found:
+            table.add_row(*cells, key=key)
+        keys = [key for key, _ in found]
+        if selected in keys:
+            table.move_cursor(row=keys.index(selected), animate=False)
+
+    @staticmethod
+    def _selected_key(table: DataTable[str | Text]) -> str | None:
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return None if key is None else str(key)
+
+    def _status(self) -> None:
+        refresh = self.latest
+        self.query_one("#status", Static).update(
+            rows.status_line(
+                self.view,
+                seconds=None if refresh is None else refresh.seconds,
+                statements=None if refresh is None else refresh.statements,
+                every_s=self.every_s,
+                paused=self.paused,
+                query=self.query_state,
+            )
+        )
+
+    def _banner(self) -> None:
+        banner = self.query_one("#banner", Static)
+        if self.error is None:
+            banner.display = False
+            return
+        last = None if self.view is None else self.view.taken_at
+        banner.update(rows.banner(self.error, self.every_s, last))
+        banner.display = True
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def action_sort(self) -> None:
+        self.query_state = self.query_state.next_sort()
+        self.redraw(keyed=True)
+
+    def action_filter(self) -> None:
+        field = self.query_one("#filter", Input)
+        field.value = self.query_state.text
+        field.display = True
+        field.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.query_state = self.query_state.filtered(event.value)
+        self.redraw(keyed=True)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self._close_filter()
+
+    def action_clear_filter(self) -> None:
+        self.query_state = self.query_state.filtered("")
+        self._close_filter()
+        self.redraw(keyed=True)
+
+    def _close_filter(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.query_one("#queue", DataTable).focus()
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        if self.refresher is not None:
+            self.refresher.pause(self.paused)
+        self._status()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    @on(DataTable.RowSelected, "#queue")
+    def _queue_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.open_detail(int(event.row_key.value))
+
+    @on(DataTable.RowSelected, "#vacuums")
+    def _vacuum_selected(self, event: DataTable.RowSelected) -> None:
+        view = self.view
+        if view is None:
+            return
+        pid = event.row_key.value
+        vacuum = next((v for v in view.vacuums if str(v.pid) == pid), None)
+        row = next((t for t in view.tables if t.label == vacuum.relation), None) if vacuum else None
+        if row is not None:
+            self.open_detail(row.oid)
+
+    def open_detail(self, oid: int) -> None:
+        lines = self._detail_lines(oid)
+        if lines is not None:
+            self.push_screen(DetailScreen(oid, lines))
+
+    def _detail_lines(self, oid: int) -> list[Text] | None:
+        refresh, view = self.latest, self.view
+        if refresh is None or refresh.snapshot is None or view is None:
+            return None
+        found = detail(refresh.snapshot, oid)
+        if found is None:
+            return None
+        return rows.detail_lines(found, table_row(view, oid), view)
+
+
+def table_row(view: LiveView, oid: int) -> TableLive | None:
+    """The relation ``oid`` in the view's queue."""
+    return next((t for t in view.tables if t.oid == oid), None)
