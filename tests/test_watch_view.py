@@ -185,7 +185,8 @@ def backend(pid: int, database: str, **fields: object) -> Backend:
     values = {
         "pid": pid, "backend_type": "client backend", "database": database, "user_name": "app",
         "application_name": None, "state": "active", "backend_xid": None, "backend_xmin": 1,
-        "xmin_age": 10, "xact_start": T0, "query_start": T0, "state_change": T0,
+        "xmin_age": 10, "xact_start": T0 - timedelta(seconds=30), "query_start": T0,
+        "state_change": T0,
         "wait_event": None, "query": None,
     }  # fmt: skip
     return Backend.model_validate(values | fields)
@@ -198,6 +199,8 @@ def test_holders_oldest_first_without_vacuums() -> None:
                 backend(1, "app", xmin_age=100, state="idle in transaction"),
                 backend(2, "other", xmin_age=500),
                 backend(10_070, "app", xmin_age=900),  # the worker: PROC_IN_VACUUM
+                # A busy client mid-transaction, begun just now: not a holder worth a row.
+                backend(3, "app", xmin_age=2_000, xact_start=T0 - timedelta(seconds=0.2)),
             ]
         }
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import balance, forcing
@@ -17,6 +17,10 @@ from vacuumlab.records.live import Holder, Workers, Wraparound
 from vacuumlab.records.snapshot import Database, Relation, Snapshot
 
 Counter = Literal["xid", "mxid"]
+
+
+#: Transactions younger than this are left out of the holders (see _momentary).
+MOMENTARY_S: Final = 1.0
 
 
 def sharing(snapshot: Snapshot) -> int:
@@ -64,7 +68,7 @@ def holders(snapshot: Snapshot) -> list[Holder]:
             holds_here=hm.holds_database(b, here),
         )
         for b in snapshot.backends
-        if not hm.vacuuming(b, in_vacuum)
+        if not hm.vacuuming(b, in_vacuum) and not _momentary(b.xact_start, now)
     ]
     found += [
         Holder(
@@ -152,6 +156,15 @@ def _with_oldest_relation(
 
 def _db_age(db: Database, counter: Counter) -> int:
     return db.frozenxid_age if counter == "xid" else db.minmxid_age
+
+
+def _momentary(started: datetime | None, now: datetime) -> bool:
+    """A backend whose transaction began under MOMENTARY_S ago: a busy client between two
+    statements, or mid-statement, holds the horizon for less than any vacuum takes; a busy
+    server has many of those at every refresh, and listing them would hide the one that
+    matters. One that stays shows from the next refresh on."""
+    since = _since(started, now)
+    return since is not None and since < MOMENTARY_S
 
 
 def _since(moment: datetime | None, now: datetime) -> float | None:
