@@ -125,7 +125,7 @@ def _statuses(ctx: Context) -> list[TableStatus]:
     from vacuumlab.advise.estimate import table_rates
 
     rates = table_rates(ctx)
-    owners = {t.toast.oid: t.heap for t in ctx.now.tables if t.toast is not None}
+    owners = ctx.owners
     rows = []
     for t in ctx.thresholds:
         dead_rate, to_vacuum, duration = rates.get(t.relation.oid, (None, None, None))

@@ -103,7 +103,7 @@ def estimates(ctx: Context) -> list[Estimate]:
 
 
 def _estimates(ctx: Context) -> list[Estimate]:
-    by_oid = {t.relation.oid: t for t in ctx.thresholds}
+    by_oid = ctx.thresholds_by_oid
     found = []
     for table in ctx.tables():
         for rel in (table.heap, table.toast):
