@@ -6,6 +6,9 @@ prints the median wall time and the statement count, then each figure beside its
 (issue 10: a snapshot of 10,000 tables in under 0.5 s). The count must be the same for both:
 the snapshot asks one query per probe, whatever the number of tables. The count is read twice,
 from vacuumlab's own session counter and from pg_stat_statements (queries tagged vacuumlab).
+With ``--vacuum`` the tables are vacuumed and analysed first, as a database's tables are once
+autovacuum has been round: the snapshot then measures every relation's size, where it takes
+the indexes of a table that no vacuum has seen from pg_class.
 
     make bench          or          .venv/bin/python bench/snapshot_scale.py [--tables 1000 10000]
 """
@@ -86,6 +89,7 @@ def measure(dsn: str) -> tuple[float, int, int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--vacuum", action="store_true", help="VACUUM (ANALYZE) the tables first")
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="vacuumlab-bench-") as tmp,
@@ -100,6 +104,9 @@ def main() -> None:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION pg_stat_statements")
             create_tables(dsn, count)
+            if args.vacuum:
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute("VACUUM (ANALYZE)")
             rows.append((count, *measure(dsn)))
     print(
         f"{'tables':>8} {'seen':>8} {'median s':>9} {'statements':>11} {'pg_stat_statements':>19}"

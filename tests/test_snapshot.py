@@ -162,6 +162,58 @@ def test_query_count_does_not_grow_with_tables(embedded_database: str) -> None:
     assert statements() == few == len(PROBES) + 1  # one per probe, plus the server info
 
 
+#: Tables whose sizes the snapshot must give exactly as PostgreSQL's own functions do, each
+#: built so that one shortcut taken wrongly would show: pg_class.relpages says 0 pages for
+#: the heap and 1 per index of every table here that no vacuum or analyze has seen.
+SIZED = (
+    # Never written: its TOAST relation and indexes are as CREATE TABLE made them.
+    "CREATE TABLE fresh (id int PRIMARY KEY, body text UNIQUE)",
+    # Written but never vacuumed nor analysed (autovacuum off): relpages still says empty.
+    "CREATE TABLE written (id int PRIMARY KEY, body text) WITH (autovacuum_enabled = off)",
+    """INSERT INTO written SELECT i, (SELECT string_agg(md5(i::text || j::text), '')
+        FROM generate_series(1, 128) j) FROM generate_series(1, 300) i""",
+    # Written then emptied, in a transaction that rolled back: pages left behind.
+    "CREATE TABLE rolled_back (id int PRIMARY KEY, body text) WITH (autovacuum_enabled = off)",
+    """DO $$ BEGIN INSERT INTO rolled_back SELECT i, repeat('x', 5000)
+        FROM generate_series(1, 500) i; RAISE EXCEPTION 'undo'; EXCEPTION WHEN OTHERS THEN
+        NULL; END $$""",
+    # Emptied by VACUUM: the heap truncated to nothing, its index keeps its pages.
+    "CREATE TABLE emptied (id int PRIMARY KEY) WITH (autovacuum_enabled = off)",
+    "INSERT INTO emptied SELECT generate_series(1, 5000)",
+    "DELETE FROM emptied",
+    "VACUUM emptied",
+    # Truncated: new, empty files for the heap, its TOAST relation and its index.
+    "CREATE TABLE truncated (id int PRIMARY KEY, body text) WITH (autovacuum_enabled = off)",
+    "INSERT INTO truncated SELECT i, repeat(md5(i::text), 200) FROM generate_series(1, 100) i",
+    "TRUNCATE truncated",
+)
+
+
+def test_sizes_are_postgresqls_own(database: str) -> None:
+    execute(database, *SIZED)
+    with psycopg.connect(database) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, pg_relation_size(c.oid), pg_indexes_size(c.oid),"
+            " pg_relation_size(c.reltoastrelid), pg_indexes_size(c.reltoastrelid)"
+            " FROM pg_class c WHERE c.relname IN"
+            " ('fresh', 'written', 'rolled_back', 'emptied', 'truncated')"
+        ).fetchall()
+    tables = {t.heap.name: t for t in snapshot_of(database).tables}
+    for name, heap, indexes, toast, toast_indexes in rows:
+        t = tables[name]
+        assert (t.heap.heap_bytes, t.heap.index_bytes) == (heap, indexes), name
+        if t.toast is None:
+            assert toast is None, name
+            continue
+        assert (t.toast.heap_bytes, t.toast.index_bytes) == (toast, toast_indexes), name
+        assert t.heap.toast_bytes == toast + toast_indexes, name
+    block = 8192
+    assert tables["written"].heap.relpages == 0 < tables["written"].toast.heap_bytes // block  # type: ignore[union-attr]
+    assert tables["rolled_back"].heap.heap_bytes > 0  # type: ignore[operator]
+    assert tables["emptied"].heap.heap_bytes == 0
+    assert tables["emptied"].heap.index_bytes > block  # type: ignore[operator]
+
+
 def test_snapshot_session_is_read_only(database: str) -> None:
     with connect(database) as session:
         assert session.scalar("SHOW transaction_read_only") == "on"

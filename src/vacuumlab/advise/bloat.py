@@ -64,7 +64,7 @@ class Estimate:
 
 
 def findings(ctx: Context) -> list[Finding]:
-    by_oid = {t.relation.oid: t for t in ctx.thresholds}
+    by_oid = ctx.thresholds_by_oid
     found = []
     for table in ctx.tables():
         for rel in (table.heap, table.toast):

@@ -59,6 +59,16 @@ class Context:
         return th.of_tables(self.now.tables, self.settings, self.version, in_recovery=recovery)
 
     @cached_property
+    def thresholds_by_oid(self) -> dict[int, th.Thresholds]:
+        """Each relation's thresholds under its oid: three questions look them up."""
+        return {t.relation.oid: t for t in self.thresholds}
+
+    @cached_property
+    def owners(self) -> dict[int, Relation]:
+        """Each TOAST relation's table (its heap) under the TOAST relation's oid."""
+        return {t.toast.oid: t.heap for t in self.now.tables if t.toast is not None}
+
+    @cached_property
     def tables_by_oid(self) -> dict[int, Table]:
         """Each table under the oid of its heap and of its TOAST relation."""
         found: dict[int, Table] = {}

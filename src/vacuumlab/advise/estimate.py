@@ -103,7 +103,7 @@ def estimates(ctx: Context) -> list[Estimate]:
 
 
 def _estimates(ctx: Context) -> list[Estimate]:
-    by_oid = {t.relation.oid: t for t in ctx.thresholds}
+    by_oid = ctx.thresholds_by_oid
     found = []
     for table in ctx.tables():
         for rel in (table.heap, table.toast):
@@ -151,7 +151,7 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
     if base is None:
         return None
     options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
-    settings, balanced = balance.own_cost(base, options)
+    settings, balanced, resolved = _resolved(ctx, base, options)
     rel = t.relation
     block = ctx.now.server.block_size
     pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
@@ -163,6 +163,7 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
         server=ctx.settings,
         options=options,
         version_num=ctx.version,
+        resolved=resolved,
     )
     visited = w.pages_visited
     return Duration(
@@ -177,3 +178,23 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
         balanced=balanced,
         work=w,
     )
+
+
+_Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits]
+
+
+def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _Resolved:
+    """A relation's cost settings, whether it joins the balance, and the model's limits: they
+    depend on its options alone, so relations with the same options (most have none) share
+    them, resolved once per advice."""
+    cache = cast(dict[frozenset[tuple[str, str]], _Resolved], ctx.memo.setdefault("resolved", {}))
+    key = frozenset(options.items())
+    found = cache.get(key)
+    if found is None:
+        settings, balanced = balance.own_cost(base, options)
+        found = cache[key] = (
+            settings,
+            balanced,
+            vacuum_work.limits(ctx.settings, options, ctx.version),
+        )
+    return found

@@ -28,7 +28,7 @@ CHURN_EVIDENCE = (
 
 
 def findings(ctx: Context) -> list[Finding]:
-    owners = _owners(ctx)
+    owners = ctx.owners
     found: list[Finding] = []
     for t in ctx.thresholds:
         name = label(t.relation, owners.get(t.relation.oid))
@@ -38,10 +38,6 @@ def findings(ctx: Context) -> list[Finding]:
             found.extend(_analyze(t, name))
     found.extend(_global_off(ctx))
     return found
-
-
-def _owners(ctx: Context) -> dict[int, Relation]:
-    return {t.toast.oid: t.heap for t in ctx.now.tables if t.toast is not None}
 
 
 def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:

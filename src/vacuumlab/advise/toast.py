@@ -34,7 +34,7 @@ _MB = 1 << 20
 
 
 def findings(ctx: Context) -> list[Finding]:
-    by_oid = {t.relation.oid: t for t in ctx.thresholds}
+    by_oid = ctx.thresholds_by_oid
     found: list[Finding] = []
     for table in ctx.tables():
         if table.toast is None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from vacuumlab.advise import advise
 from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import collect
+from vacuumlab.memory import collector_paused
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.records.advice import Advice
 from vacuumlab.records.snapshot import Snapshot
@@ -29,17 +30,23 @@ def collect_advice(
     on_wait: Callable[[float], None] | None = None,
 ) -> tuple[Advice, int]:
     """Inspect the server read-only and advise; returns the advice and the statements sent."""
-    with connect(dsn, read_only=True, timeouts=TIMEOUTS, application_name="vacuumlab-advise") as s:
-        first = collect(s)
-        later = _after(s, interval, on_wait) if interval else None
-        if exact:
-            # Measured on the snapshot the findings describe: the later one when there are two.
-            if later is None:
-                first = with_exact(s, first)
-            else:
-                later = with_exact(s, later)
-        statements = s.statements
-    return advise(first, later), statements
+    # One pause around both halves: the objects the snapshot made are walked once, after the
+    # advice, rather than once after each.
+    with collector_paused():
+        with connect(
+            dsn, read_only=True, timeouts=TIMEOUTS, application_name="vacuumlab-advise"
+        ) as s:
+            first = collect(s)
+            later = _after(s, interval, on_wait) if interval else None
+            if exact:
+                # Measured on the snapshot the findings describe: the later one when there are
+                # two.
+                if later is None:
+                    first = with_exact(s, first)
+                else:
+                    later = with_exact(s, later)
+            statements = s.statements
+        return advise(first, later), statements
 
 
 def collect_two(

@@ -17,6 +17,7 @@ from psycopg import errors
 
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.memory import collector_paused
 from vacuumlab.pg.connect import Session, VersionTooOld, first_line
 from vacuumlab.records import snapshot as m
 
@@ -51,6 +52,11 @@ _PRIVILEGE_FIX = "GRANT pg_monitor TO {user};"
 
 def collect(session: Session) -> m.Snapshot:
     """Ask every probe; build the snapshot from what answered and notes for what did not."""
+    with collector_paused():
+        return _collect(session)
+
+
+def _collect(session: Session) -> m.Snapshot:
     taken_at = datetime.now(UTC)
     values: dict[str, Any] = {}
     notes: list[m.ProbeNote] = []

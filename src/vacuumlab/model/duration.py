@@ -81,7 +81,10 @@ def heap_pages(rel: Relation, pages: int, *, is_aggressive: bool) -> int:
 
 def index_passes(dead: float, pages: int, server: Mapping[str, str], version_num: int) -> int:
     """How often every index is scanned: once per fill of the dead-items memory."""
-    memory = _work_mem_bytes(server)
+    return _passes(dead, pages, _work_mem_bytes(server), version_num)
+
+
+def _passes(dead: float, pages: int, memory: float, version_num: int) -> int:
     if version_num < 170000:
         capacity = min(memory, _MAX_ALLOC) / _TID_BYTES
         return max(1, math.ceil(dead / capacity))
@@ -105,6 +108,29 @@ def bypass(rel: Relation, dead: float, pages: int, version_num: int) -> tuple[bo
     return False, "dead tuples may sit on 2 % of the pages or more: no bypass assumed"
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What ``work()`` reads from the server's settings and a relation's options, resolved
+    once: the same for every relation with the same options (most have none)."""
+
+    aggressive_xid: float
+    aggressive_mxid: float
+    failsafe_xid: float
+    failsafe_mxid: float
+    work_mem_bytes: float
+
+
+def limits(server: Mapping[str, str], options: Mapping[str, str], version_num: int) -> Limits:
+    xid, mxid = aggressive_ages(server, options)
+    return Limits(
+        aggressive_xid=xid,
+        aggressive_mxid=mxid,
+        failsafe_xid=forcing.failsafe_age(server, version_num=version_num),
+        failsafe_mxid=forcing.failsafe_age(server, multixact=True, version_num=version_num),
+        work_mem_bytes=_work_mem_bytes(server),
+    )
+
+
 def work(
     rel: Relation,
     *,
@@ -114,10 +140,14 @@ def work(
     server: Mapping[str, str],
     options: Mapping[str, str],
     version_num: int,
+    resolved: Limits | None = None,
 ) -> VacuumWork:
-    """The next vacuum of ``rel``, expected to find ``dead`` dead tuples on ``pages`` pages."""
-    is_aggressive = aggressive(rel, server, options)
-    failsafe = in_failsafe(rel, server, version_num)
+    """The next vacuum of ``rel``, expected to find ``dead`` dead tuples on ``pages`` pages.
+    ``resolved`` is ``limits(server, options, version_num)`` when the caller keeps it."""
+    lim = resolved or limits(server, options, version_num)
+    xid_age, mxid_age = rel.frozenxid_age or 0, rel.minmxid_age or 0
+    is_aggressive = xid_age >= lim.aggressive_xid or mxid_age >= lim.aggressive_mxid
+    failsafe = xid_age >= lim.failsafe_xid or mxid_age >= lim.failsafe_mxid
     skipped, reason = bypass(rel, dead, pages, version_num)
     if failsafe and not skipped:
         skipped, reason = True, "the failsafe skips index vacuuming"
@@ -125,7 +155,7 @@ def work(
         heap_pages=heap_pages(rel, pages, is_aggressive=is_aggressive),
         aggressive=is_aggressive,
         index_pages=index_pages,
-        index_passes=0 if skipped else index_passes(dead, pages, server, version_num),
+        index_passes=0 if skipped else _passes(dead, pages, lim.work_mem_bytes, version_num),
         index_reason=reason,
         failsafe=failsafe,
     )

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, RowMaker, class_row
-from pydantic import BaseModel
+from psycopg.rows import class_row
+from pydantic import BaseModel, TypeAdapter
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import queries
@@ -57,10 +57,23 @@ class Session:
         return self.query(text, record, params)
 
     def query(self, query: Query, record: type[T], params: Params = None) -> list[T]:
-        with self.conn.cursor(row_factory=record_row(record)) as cur:
+        if isinstance(record, type) and issubclass(record, BaseModel):
+            return self._validated(query, record, params)
+        with self.conn.cursor(row_factory=class_row(record)) as cur:
             self.statements += 1
             cur.execute(query, params)
             return cur.fetchall()
+
+    def _validated(self, query: Query, record: type[T], params: Params) -> list[T]:
+        """Rows become pydantic records, each from a mapping of its columns (half the cost of
+        ``class_row``'s keyword call), all validated in one call rather than one per row (a
+        sixth less again at 20,000 relations)."""
+        with self.conn.cursor() as cur:
+            self.statements += 1
+            cur.execute(query, params)
+            names = [column.name for column in cur.description or ()]
+            rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
+        return _list_of(record).validate_python(rows)
 
     def execute(self, query: Query, params: Params = None) -> None:
         self.statements += 1
@@ -81,23 +94,16 @@ class Session:
         self.close()
 
 
-def record_row(record: type[T]) -> RowFactory[T]:
-    """Rows become ``record``: a pydantic record validated from a mapping of its columns
-    (half the cost of ``class_row``'s keyword call at 20,000 relations), anything else through
-    ``class_row``."""
-    if not (isinstance(record, type) and issubclass(record, BaseModel)):
-        return class_row(record)
-    validate = record.model_validate
+#: A validator of ``list[record]`` for each record type, built once: building one takes longer
+#: than validating a few rows with it.
+_LISTS: dict[type[Any], TypeAdapter[Any]] = {}
 
-    def factory(cursor: Any) -> RowMaker[T]:  # a psycopg cursor, whose base class is private
-        names = [column.name for column in cursor.description or ()]
 
-        def make(values: Sequence[Any]) -> T:
-            return cast(T, validate(dict(zip(names, values, strict=True))))
-
-        return make
-
-    return factory
+def _list_of(record: type[T]) -> TypeAdapter[list[T]]:
+    adapter = _LISTS.get(record)
+    if adapter is None:
+        adapter = _LISTS[record] = TypeAdapter(list[record])  # type: ignore[valid-type]
+    return adapter
 
 
 class VersionTooOld(VacuumlabError):

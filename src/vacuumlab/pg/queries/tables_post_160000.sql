@@ -1,5 +1,7 @@
 -- Heaps and their TOAST relations, catalog and cumulative statistics. 16 adds
 -- pg_stat_all_tables.n_tup_newpage_upd.
+-- The statistics come from the functions behind pg_stat_all_tables: the view also sums every
+-- index's scans per table, a grouping over pg_index that nothing here reads.
 WITH locked AS (
     -- Sizing a relation takes ACCESS SHARE; skip those held in ACCESS EXCLUSIVE rather than wait.
     SELECT DISTINCT relation AS oid
@@ -7,59 +9,84 @@ WITH locked AS (
      WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock' AND granted
        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 ), heaps AS (
-    SELECT c.oid, NULL::oid AS toast_of
+    SELECT c.oid, c.reltoastrelid, c.reltuples
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
        AND n.nspname NOT IN ('pg_catalog', 'information_schema')
        AND n.nspname !~ '^pg_toast'
-), rels AS (
-    SELECT * FROM heaps
-    UNION ALL
-    SELECT c.reltoastrelid, h.oid FROM heaps h JOIN pg_class c ON c.oid = h.oid
-     WHERE c.reltoastrelid <> 0
+), measured AS (
+    SELECT r.oid, r.toast_of, r.reltuples,
+           CASE WHEN l.oid IS NULL THEN pg_relation_size(r.oid) END AS bytes
+      FROM (SELECT oid, NULL::oid AS toast_of, reltuples FROM heaps
+            UNION ALL
+            SELECT t.oid, h.oid, t.reltuples
+              FROM heaps h
+              JOIN pg_class t ON t.oid = h.reltoastrelid) AS r
+      LEFT JOIN locked l ON l.oid = r.oid
 ), indexes AS (
+    -- pg_relation_size() opens the relation: at 40,000 relations, building their relcache
+    -- entries is most of this query's time. The indexes of an empty heap or TOAST relation
+    -- that no vacuum or analyze has seen (reltuples -1, 14+) are as they were built: nothing
+    -- can have been inserted into them without leaving a page in their relation, and only a
+    -- vacuum, which sets reltuples, takes its pages away (lazy_truncate_heap() in
+    -- vacuumlazy.c). Their pg_class.relpages holds the size they were built with
+    -- (index_update_stats() in index.c) when their reltuples is set; an index TRUNCATE or
+    -- REINDEX rebuilt on an empty table keeps -1 and relpages 0 (18), and is measured.
     SELECT i.indrelid AS oid, count(*) AS n,
-           (sum(pg_relation_size(i.indexrelid)) FILTER (WHERE l.oid IS NULL))::bigint AS bytes,
+           (sum(CASE WHEN m.bytes = 0 AND m.reltuples < 0 AND c.reltuples >= 0
+                     THEN c.relpages::bigint * (SELECT current_setting('block_size')::bigint)
+                     ELSE pg_relation_size(i.indexrelid) END)
+                FILTER (WHERE l.oid IS NULL))::bigint AS bytes,
            bool_or(l.oid IS NOT NULL) AS any_locked
       FROM pg_index i
-      JOIN rels r ON r.oid = i.indrelid
+      JOIN measured m ON m.oid = i.indrelid
+      JOIN pg_class c ON c.oid = i.indexrelid
       LEFT JOIN locked l ON l.oid = i.indexrelid
      GROUP BY i.indrelid
 ), sized AS (
-    SELECT r.oid, r.toast_of,
-           CASE WHEN l.oid IS NULL THEN pg_relation_size(r.oid) END AS heap_bytes,
+    SELECT m.oid, m.toast_of, m.bytes AS heap_bytes,
            CASE WHEN NOT coalesce(ix.any_locked, false) THEN coalesce(ix.bytes, 0) END
                AS index_bytes,
            coalesce(ix.n, 0)::int AS n_indexes
-      FROM rels r
-      LEFT JOIN locked l ON l.oid = r.oid
-      LEFT JOIN indexes ix ON ix.oid = r.oid
-), totals AS (
-    -- A heap's TOAST bytes, joined here on narrow rows rather than beside the statistics.
+      FROM measured m
+      LEFT JOIN indexes ix ON ix.oid = m.oid
+), totals AS MATERIALIZED (
+    -- A heap's TOAST bytes, joined here on narrow rows: beside the statistics, the rows are
+    -- wide enough for the join's sort to spill to disk.
     SELECT z.*, t.heap_bytes + t.index_bytes AS toast_bytes
       FROM sized z
       LEFT JOIN sized t ON t.toast_of = z.oid
 )
--- No ORDER BY: 20,000 wide rows spill a sort to disk; collect/snapshot.py sorts them.
+-- No ORDER BY: collect/snapshot.py sorts the rows.
 SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relkind AS kind,
        z.toast_of::bigint AS toast_of,
        c.reltuples::float8 AS reltuples, c.relpages::bigint AS relpages,
        c.relallvisible::bigint AS relallvisible, NULL::bigint AS relallfrozen,
-       s.n_live_tup, s.n_dead_tup, s.n_ins_since_vacuum, s.n_mod_since_analyze,
-       s.n_tup_ins, s.n_tup_upd, s.n_tup_del, s.n_tup_hot_upd, s.n_tup_newpage_upd,
-       s.last_vacuum, s.last_autovacuum, s.last_analyze, s.last_autoanalyze,
-       s.vacuum_count, s.autovacuum_count, s.analyze_count, s.autoanalyze_count,
+       pg_stat_get_live_tuples(c.oid) AS n_live_tup,
+       pg_stat_get_dead_tuples(c.oid) AS n_dead_tup,
+       pg_stat_get_ins_since_vacuum(c.oid) AS n_ins_since_vacuum,
+       pg_stat_get_mod_since_analyze(c.oid) AS n_mod_since_analyze,
+       pg_stat_get_tuples_inserted(c.oid) AS n_tup_ins,
+       pg_stat_get_tuples_updated(c.oid) AS n_tup_upd,
+       pg_stat_get_tuples_deleted(c.oid) AS n_tup_del,
+       pg_stat_get_tuples_hot_updated(c.oid) AS n_tup_hot_upd,
+       pg_stat_get_tuples_newpage_updated(c.oid) AS n_tup_newpage_upd,
+       pg_stat_get_last_vacuum_time(c.oid) AS last_vacuum,
+       pg_stat_get_last_autovacuum_time(c.oid) AS last_autovacuum,
+       pg_stat_get_last_analyze_time(c.oid) AS last_analyze,
+       pg_stat_get_last_autoanalyze_time(c.oid) AS last_autoanalyze,
+       pg_stat_get_vacuum_count(c.oid) AS vacuum_count,
+       pg_stat_get_autovacuum_count(c.oid) AS autovacuum_count,
+       pg_stat_get_analyze_count(c.oid) AS analyze_count,
+       pg_stat_get_autoanalyze_count(c.oid) AS autoanalyze_count,
        NULL::float8 AS total_vacuum_time_ms,
        NULL::float8 AS total_autovacuum_time_ms,
        NULL::float8 AS total_analyze_time_ms,
        NULL::float8 AS total_autoanalyze_time_ms,
-       z.heap_bytes, z.index_bytes,
-       z.toast_bytes,
-       z.n_indexes,
+       z.heap_bytes, z.index_bytes, z.toast_bytes, z.n_indexes,
        c.reloptions,
        age(c.relfrozenxid) AS frozenxid_age, mxid_age(c.relminmxid) AS minmxid_age
   FROM totals z
   JOIN pg_class c ON c.oid = z.oid
   JOIN pg_namespace n ON n.oid = c.relnamespace
-  LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
