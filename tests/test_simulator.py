@@ -87,14 +87,12 @@ def test_a_shorter_naptime_cuts_the_peak() -> None:
 
 
 def test_the_counter_after_a_vacuum_holds_what_died_while_it_ran() -> None:
-    """A slow vacuum (own cost limit 1 per 100 ms): the counter restarts from the share of the
-    tuples that died during it, not from zero."""
-    s = subject(1, dead=300.0, dead_per_second=1.0, own_limit=1.0, own_delay_ms=100.0)
+    """A slow vacuum (own cost limit 1, every page dirtied): the counter restarts from the
+    share of the tuples that died during it, not from zero."""
+    s = subject(1, dead=300.0, dead_per_second=1.0, own_limit=1.0, own_delay_ms=10.0)
     out = simulate([s], launcher(), 100)
     duration = out.tallies[0].durations[0]
-    # 10 pages hit, 30 changes a page over 300 s: about 3 % still clean, so 10 × 1.6 cost at
-    # 1 per 100 ms, about 1.6 s.
-    assert duration > 1
+    assert duration > 1  # throttled: 10 pages × 21 cost / 1 per 10 ms, about 2 s
     assert out.tallies[0].peak_dead == pytest.approx(300 + duration, rel=0.01)
     start, end = out.spans[0].start, out.spans[0].end
     # After it: COUNTED_DURING of what died meanwhile, then 1/s until the window closes.
@@ -270,26 +268,18 @@ def test_what_ifs_that_cannot_apply_say_why(text: str, message: str) -> None:
 def test_a_vacuum_reads_only_the_pages_changed_since_the_last_one() -> None:
     """The first vacuum of 10,000 pages with none all-visible reads them all; a minute later
     about 600 changes have reached about 580 pages: the next reads those. (Each pays for the
-    pages it dirties in the share clean_share() gives: the touched pages by their latest
-    change, the others as older than the window.)"""
+    pages it dirties in the share clean_share() gives for changes that old.)"""
     from vacuumlab.model.simulator import clean_share
 
     s = subject(1, dead=300.0, dead_per_second=10.0, pages=10_000.0)
     first, second = simulate([s], launcher(), 130).tallies[0].durations[:2]
 
-    def expected(pages: float, paid: float) -> float:
-        return (pages + 20 * paid) / 200 * 0.002 + FIXED_S + pages * 2e-5
+    def expected(pages: float, age: float) -> float:
+        return pages * (1 + 20 * clean_share(age)) / 200 * 0.002 + FIXED_S + pages * 2e-5
 
-    # 300 dead tuples, 30 s old, on 296 of the 10,000 pages; the rest changed before.
-    clean = clean_share(300 / 10, 300 / 10_000)
-    touched = clean.touched * 10_000
-    assert touched == pytest.approx(296, abs=1)
-    paid = touched * clean.if_touched + (10_000 - touched) * clean.if_untouched
-    assert first == pytest.approx(expected(10_000, paid), rel=0.01)
-    changes = 10 * (60 - first)
-    visited = 10_000 * (1 - math.exp(-changes / 10_000))
-    later = clean_share(60 - first, changes / 10_000)
-    assert second == pytest.approx(expected(visited, visited * later.if_touched), rel=0.05)
+    assert first == pytest.approx(expected(10_000, 300 / 10), rel=0.01)
+    visited = 10_000 * (1 - math.exp(-(10 * 60) / 10_000))
+    assert second == pytest.approx(expected(visited, 60 - first), rel=0.05)
 
 
 def test_vacuum_pays_no_dirty_cost_for_pages_the_workload_left_dirty() -> None:
@@ -300,15 +290,9 @@ def test_vacuum_pays_no_dirty_cost_for_pages_the_workload_left_dirty() -> None:
     where paying every dirtied page predicted 2.6 s."""
     from vacuumlab.model.simulator import CHECKPOINT_S, clean_share
 
-    assert clean_share(0.0, 1.0) == (pytest.approx(1 - math.exp(-1)), 0.0, 0.0)
-    # One change a page, a checkpoint interval ago: the latest change on a touched page is
-    # about a third as old (m / (1 − e^(−m)) + 1 ≈ 2.58 changes' gaps).
-    once = clean_share(CHECKPOINT_S, 1.0)
-    assert once.if_touched == pytest.approx(1 / (1 / (1 - math.exp(-1)) + 1))
-    assert once.if_untouched == 1.0
-    assert clean_share(math.inf, 5.0).if_touched == 1.0
-    # Fifty changes a page in a minute: the latest is about a second old, still dirty.
-    assert clean_share(60.0, 50.0).if_touched < 0.005
+    assert clean_share(0.0) == 0.0
+    assert clean_share(CHECKPOINT_S) == pytest.approx(0.5)
+    assert clean_share(math.inf) == 1.0
     hot = subject(1, pages=100.0, dead_per_second=100.0, dead=0.0)
     fast = launcher(naptime_s=5.0, workers=1, cost_limit=10.0, cost_delay_ms=10.0)
     outcome = simulate([hot], fast, 60.0)

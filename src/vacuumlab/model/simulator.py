@@ -58,6 +58,7 @@ PAGE_S: Final = 2e-5
 #: workload changed is still dirty unless a checkpoint wrote it since, which for a change t
 #: seconds old happens with a chance of about t / CHECKPOINT_S.
 CHECKPOINT_S: Final = 300.0
+_CLEAN_AFTER_S: Final = 2.0 * CHECKPOINT_S  # changes spread over this long: all found clean
 
 _LAUNCH = 0  # an event's third field: 0 for a launch, else the version of a vacuum's end
 
@@ -682,34 +683,10 @@ def _crossing(r: _Thresholds, since: float, xids_per_second: float) -> float:
     return when
 
 
-class Clean(NamedTuple):
-    """Of the pages a vacuum reads: the share the changes since its last vacuum touched, and
-    the chance that a page is clean when vacuum reaches it, touched or not."""
-
-    touched: float
-    if_touched: float
-    if_untouched: float
-
-
-def clean_share(age_s: float, changes_per_page: float) -> Clean:
-    """How many pages are clean for ``changes_per_page`` changes spread at random over the
-    pages and evenly over the last ``age_s`` seconds.
-
-    What keeps a page dirty is its latest change, and a checkpoint came after a change ``t``
-    seconds old with a chance of about t / CHECKPOINT_S. Of the pages, 1 − e^(−m) took at
-    least one of the m changes a page; of k changes spread evenly over ``age_s`` the latest is
-    on average ``age_s / (k + 1)`` old. The other pages last changed before the window, at
-    least ``age_s`` ago. So a hot table whose every page changed many times since its last
-    vacuum is still dirty when vacuum reaches it and vacuum pays for none of its pages, while
-    a page changed once, long ago, has most likely been written out since."""
-    age = max(age_s, 0.0)
-    changes = max(changes_per_page, 0.0)
-    touched = -math.expm1(-changes)  # 1 − e^(−m), exact for small m
-    untouched = min(age / CHECKPOINT_S, 1.0)
-    if touched <= 0.0:
-        return Clean(0.0, untouched, untouched)
-    latest = age / (changes / touched + 1.0)
-    return Clean(touched, min(latest / CHECKPOINT_S, 1.0), untouched)
+def clean_share(age_s: float) -> float:
+    """The share of the pages a vacuum dirties that were clean when it reached them, for
+    changes spread evenly over the last ``age_s`` seconds."""
+    return min(max(age_s, 0.0) / _CLEAN_AFTER_S, 1.0)
 
 
 def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]:
@@ -718,42 +695,39 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
     Heap pages: an aggressive vacuum reads them all; a normal one skips the all-visible pages
     (the visibility map; heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
     lose the bit as changes reach them, taken as spread at random: ``visible ×
-    e^(−changes/pages)`` stay. Each page read is dirtied, but vacuum pays
-    vacuum_cost_page_dirty only for those still clean (MarkBufferDirty() in bufmgr.c), as
-    clean_share() gives for the changes since its last vacuum's end (before the first: the dead
-    tuples and inserts found, as long as the dead tuples took to accrue at their rate), the
-    touched pages first among those read. Indexes: unless fewer than 2 % of the pages hold dead
-    tuples (the bypass, 14+) every index page is read once and those holding dead entries
-    dirtied, clean as often as touched heap pages; then the heap pages that held dead tuples
-    are visited a second time to free their dead items (lazy_vacuum_heap_rel()), already dirty
-    by then."""
+    e^(−changes/pages)`` stay. Each page read is dirtied, but only the ``clean`` share of them
+    pays for it (see CHECKPOINT_S): the changes it finds go back to its last vacuum's end, or,
+    before the first, as long as the dead tuples took to accrue at their rate. Indexes: unless
+    fewer than 2 % of the pages hold dead tuples (the bypass, 14+) every index page is read
+    once and those holding dead entries dirtied; then the heap pages that held dead tuples are
+    visited a second time to free their dead items (lazy_vacuum_heap_rel()), already dirty by
+    then."""
+    if r.last_end is not None:
+        age = at - r.last_end
+    elif r.dead_per_second > 0:
+        age = r.dead / r.dead_per_second
+    else:
+        age = math.inf
+    clean = (0.0 if age < 0.0 else age) / _CLEAN_AFTER_S  # clean_share(), written out
+    if clean > 1.0:
+        clean = 1.0
     pages, then, now = r.base_pages, r.reltuples_then, r.reltuples  # _Rel.pages(), written out
     if then > 0 and now != then and now > 0:
         pages = pages * now / then
         if pages < 1.0:
             pages = 1.0
-    if r.last_end is not None:
-        age, changes = at - r.last_end, r.changes
-    else:
-        age = r.dead / r.dead_per_second if r.dead_per_second > 0 else math.inf
-        changes = r.dead + r.inserted
-    clean = clean_share(age, changes / pages)
     if aggressive:
         heap = pages
     else:
         visible = pages if pages < r.visible else r.visible
         heap = pages - visible * math.exp(-r.changes / pages)
-    touched = clean.touched * pages
-    if touched > heap:
-        touched = heap
-    paid = touched * clean.if_touched + (heap - touched) * clean.if_untouched
-    cost = heap * r.page_hit + paid * r.page_dirty
+    cost = heap * (r.page_hit + clean * r.page_dirty)
     index_read = 0.0
     dead = r.dead
     if r.indexed and dead >= 0.02 * pages:
         index_read = r.index_pages
         dirtied = index_read * (1.0 - math.exp(-dead / index_read))
-        cost += index_read * r.page_hit + clean.if_touched * dirtied * r.page_dirty
+        cost += index_read * r.page_hit + clean * dirtied * r.page_dirty
         second = pages * (1.0 - math.exp(-dead / pages))
         cost += second * r.page_hit
         index_read += second
