@@ -3,6 +3,7 @@ run of kind watch, each with its snapshot; the report drawn from the store alone
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -148,3 +149,40 @@ def test_a_vacuum_the_server_says_ended_spans_its_length_and_merges_with_one_see
         ]
     )
     assert line.vacuums == {"a": [Span(-1.0, 3.0)], "b": [Span(3.5, 4.0)]}
+
+
+def test_simulate_replays_a_recorded_period(embedded_database: str, tmp_path: Path) -> None:
+    """``simulate --run RUN`` takes the rates between the first and last snapshots a watch
+    kept: a table that gained 600 dead tuples between them is simulated with a dead-tuple
+    rate; a run with one snapshot, or a study's run, is a one-line error."""
+    path = tmp_path / "results.sqlite"
+    recorder = Recorder.check(path, 1.0, "the test's server")
+    source = Source(embedded_database)
+    execute(embedded_database, "CREATE TABLE replayed (id int) WITH (autovacuum_enabled = off)")
+    recorder.append(source.refresh())
+    alone = Recorder.check(path, 1.0, "the test's server")
+    alone.append(source.refresh())
+    alone.close()
+    execute(
+        embedded_database,
+        "INSERT INTO replayed SELECT generate_series(1, 600)",
+        "DELETE FROM replayed",
+    )
+    time.sleep(1.2)  # statistics are flushed about once a second
+    recorder.append(source.refresh())
+    source.close()
+    recorder.close()
+
+    out = run_cli("simulate", "--run", str(recorder.run_id), "--store", str(path), "--hours",
+                  "1", "--format", "json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    [replayed] = [
+        r for r in json.loads(out.stdout)["relations"] if r["relation"] == "public.replayed"
+    ]
+    assert replayed["dead_per_second"] > 0
+    one = run_cli("simulate", "--run", str(alone.run_id), "--store", str(path))
+    assert one.returncode == 2
+    assert one.stderr.strip().splitlines() == [
+        f"error: run {alone.run_id} kept 1 snapshot: rates need two (watch --record for two "
+        "refreshes or more)"
+    ]

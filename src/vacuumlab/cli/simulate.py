@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from vacuumlab.cli.advise import _emit, _sandbox_dsn, _seconds, _show, _waiting
-from vacuumlab.cli.options import DataDir, DsnArg, LimitOpt
+from vacuumlab.cli.options import DataDir, DsnArg, LimitOpt, StoreOpt
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
@@ -41,6 +41,16 @@ def simulate_command(
             "--input a.json --input b.json.",
         ),
     ] = None,
+    run: Annotated[
+        int | None,
+        typer.Option(
+            "--run",
+            help="A period recorded by watch --record instead of a server: the rates between "
+            "its first and last snapshots.",
+            show_default=False,
+        ),
+    ] = None,
+    store_path: StoreOpt = None,
     hours: Annotated[float, typer.Option("--hours", help="How far ahead to simulate.")] = 24.0,
     sets: Annotated[
         list[str] | None,
@@ -65,6 +75,8 @@ def simulate_command(
 
     Example: vacuumlab simulate postgresql://me@db/app --interval 2min --hours 24
     --set autovacuum_naptime=15s --set public.jobs.autovacuum_vacuum_scale_factor=0.01
+
+    Example: vacuumlab simulate --run 7   (a period that watch --record kept)
     """
     from vacuumlab.model.forecast import forecast
     from vacuumlab.model.whatif import parse
@@ -73,7 +85,12 @@ def simulate_command(
         raise VacuumlabError("--hours takes a number above 0 and up to 744 (31 days)")
     changes = [parse(text) for text in sets or []]
     changes = [_checked(c, _ANY_VERSION) for c in changes]
-    before, after = _snapshots(dsn, interval, input_, data_dir)
+    if run is not None:
+        if dsn is not None or input_:
+            raise VacuumlabError("--run replays a recorded watch: give no DSN and no --input")
+        before, after = _recorded(run, store_path)
+    else:
+        before, after = _snapshots(dsn, interval, input_, data_dir)
     changes = [_checked(c, after.server.version_num) for c in changes]
     sim = forecast(before, after, hours=hours, changes=changes)
     _output(sim, fmt, output, limit)
@@ -89,6 +106,22 @@ def _checked(change: Change, version: int) -> Change:
     value = k.in_base_unit(change.value)
     k.check(value, change.scope, version)
     return replace(change, value=value)
+
+
+def _recorded(run_id: int, store_path: Path | None) -> tuple[Snapshot, Snapshot]:
+    """The first and last snapshots of a run that ``watch --record`` kept."""
+    from vacuumlab.lab.targets import existing_store
+    from vacuumlab.store import Store
+    from vacuumlab.watch.recorded import STUDY, watched_period
+
+    with Store.open(existing_store(store_path)) as store:
+        found = store.run(run_id)
+        if found.study != STUDY:
+            raise VacuumlabError(
+                f"run {run_id} is a {found.study} run: --run replays a watch --record run"
+            )
+        points = [point.metrics for point in store.points(run_id)]
+    return watched_period(points, f"run {run_id}")
 
 
 def _snapshots(

@@ -29,7 +29,7 @@ import base64
 import binascii
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Final
 
@@ -135,3 +135,21 @@ def snapshot_of(metrics: Mapping[str, object], origin: str) -> Snapshot | None:
     except (binascii.Error, zlib.error, ValueError):
         raise VacuumlabError(f"{origin}: the recorded snapshot is damaged") from None
     return parse_snapshot(raw, origin)
+
+
+def watched_period(
+    points: Sequence[Mapping[str, object]], origin: str
+) -> tuple[Snapshot, Snapshot]:
+    """The first and the last snapshot a recorded watch kept, for rates over the whole period
+    it watched (``simulate --run``); refreshes that failed are passed over."""
+    kept = [
+        snap
+        for i, metrics in enumerate(points, start=1)
+        if (snap := snapshot_of(metrics, f"{origin}, point {i}")) is not None
+    ]
+    if len(kept) < 2:
+        raise VacuumlabError(
+            f"{origin} kept {len(kept)} snapshot{'s' if len(kept) != 1 else ''}: rates need two "
+            "(watch --record for two refreshes or more)"
+        )
+    return kept[0], kept[-1]
