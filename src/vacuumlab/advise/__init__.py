@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from vacuumlab import __version__
 from vacuumlab.advise import simulated
-from vacuumlab.advise.context import Context, label
+from vacuumlab.advise.context import Context
 from vacuumlab.memory import collector_paused
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus
 from vacuumlab.records.snapshot import Snapshot
@@ -125,13 +125,13 @@ def _statuses(ctx: Context) -> list[TableStatus]:
     from vacuumlab.advise.estimate import table_rates
 
     rates = table_rates(ctx)
-    owners = ctx.owners
+    names = ctx.names
     rows = []
     for t in ctx.thresholds:
         dead_rate, to_vacuum, duration = rates.get(t.relation.oid, (None, None, None))
         rows.append(
             {
-                "relation": label(t.relation, owners.get(t.relation.oid)),
+                "relation": names[t.relation.oid],
                 "is_toast": t.is_toast,
                 "autovacuum_enabled": t.effective.enabled,
                 "dead": t.dead,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from vacuumlab.advise import toast as toast_options
-from vacuumlab.advise.context import Context, label
+from vacuumlab.advise.context import Context
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
@@ -130,7 +130,7 @@ def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
     return Estimate(
         thresholds=t,
         table=table,
-        name=label(t.relation, table.heap),
+        name=ctx.names[t.relation.oid],
         rates=rates,
         to_vacuum=to_vacuum,
         trigger=trigger,
@@ -150,9 +150,12 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
     base = autovacuum_cost(ctx)
     if base is None:
         return None
-    options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
-    settings, balanced, resolved = _resolved(ctx, base, options)
     rel = t.relation
+    if rel.reloptions or table.heap.reloptions:
+        options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
+    else:
+        options = _NO_OPTIONS  # most relations: neither it nor its table has options
+    settings, balanced, resolved = _resolved(ctx, base, options)
     block = ctx.now.server.block_size
     pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
     w = vacuum_work.work(
@@ -181,6 +184,8 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
 
 
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits]
+_NO_OPTIONS: dict[str, str] = {}
+_NO_KEY: frozenset[tuple[str, str]] = frozenset()
 
 
 def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _Resolved:
@@ -188,7 +193,7 @@ def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _
     depend on its options alone, so relations with the same options (most have none) share
     them, resolved once per advice."""
     cache = cast(dict[frozenset[tuple[str, str]], _Resolved], ctx.memo.setdefault("resolved", {}))
-    key = frozenset(options.items())
+    key = frozenset(options.items()) if options else _NO_KEY
     found = cache.get(key)
     if found is None:
         settings, balanced = balance.own_cost(base, options)

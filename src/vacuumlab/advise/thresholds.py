@@ -28,10 +28,10 @@ CHURN_EVIDENCE = (
 
 
 def findings(ctx: Context) -> list[Finding]:
-    owners = ctx.owners
+    names = ctx.names
     found: list[Finding] = []
     for t in ctx.thresholds:
-        name = label(t.relation, owners.get(t.relation.oid))
+        name = names[t.relation.oid]
         found.extend(_waiting(ctx, t, name))
         if not t.is_toast:
             found.extend(_queue(ctx, t, name))
