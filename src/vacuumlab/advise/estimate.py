@@ -89,9 +89,30 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
     """oid -> (dead tuples per second, seconds until autovacuum should take it — the earliest,
     before up to one naptime for the launcher —, the next vacuum's estimated seconds)."""
     result: dict[int, tuple[float | None, float | None, float | None]] = {}
-    for e in estimates(ctx):
-        dead = e.rates.dead_per_second if e.rates else None
-        result[e.thresholds.relation.oid] = (dead, e.to_vacuum, e.vacuum_seconds)
+    if "estimates" in ctx.memo:  # the questions needed them whole (rates: two snapshots)
+        for e in estimates(ctx):
+            dead = e.rates.dead_per_second if e.rates else None
+            result[e.thresholds.relation.oid] = (dead, e.to_vacuum, e.vacuum_seconds)
+        return result
+    # The same figures without an Estimate and a Duration per relation: at 20,000 relations
+    # building them was a third of the status rows' cost.
+    by_oid = ctx.thresholds_by_oid
+    for table in ctx.tables():
+        for rel in (table.heap, table.toast):
+            t = by_oid.get(rel.oid) if rel is not None else None
+            if t is None:
+                continue
+            rates = relation_rates(ctx, t.relation)
+            to_vacuum, trigger = rates_model.to_vacuum(t, rates)
+            cost = _cost(ctx, table, t, rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger))
+            seconds = None
+            if cost is not None:
+                w, settings, _balanced, workers = cost
+                if settings.delay_ms > 0 and not w.failsafe:  # Duration.throttled
+                    dirtied = w.pages_visited * (settings.page_hit + settings.page_dirty)
+                    seconds = cm.throttle_seconds(dirtied, settings, workers=workers)
+            dead = rates.dead_per_second if rates else None
+            result[t.relation.oid] = (dead, to_vacuum, seconds)
     return result
 
 
@@ -147,6 +168,30 @@ def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
 
 
 def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
+    cost = _cost(ctx, table, t, dead)
+    if cost is None:
+        return None
+    w, settings, balanced, workers = cost
+    visited = w.pages_visited
+    return Duration(
+        heap_pages=w.heap_pages,
+        index_pages=w.index_pages,
+        index_scan=w.index_passes > 0,
+        index_reason=w.index_reason,
+        cost_clean=visited * settings.page_hit,
+        cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
+        settings=settings,
+        workers=workers,
+        balanced=balanced,
+        work=w,
+    )
+
+
+def _cost(
+    ctx: Context, table: Table, t: Thresholds, dead: float
+) -> tuple[vacuum_work.VacuumWork, cm.CostSettings, bool, int] | None:
+    """The next vacuum's work, its cost settings, whether it joins the balance and the
+    workers sharing its limit; None without the server's cost settings."""
     base = autovacuum_cost(ctx)
     if base is None:
         return None
@@ -168,19 +213,7 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
         version_num=ctx.version,
         resolved=resolved,
     )
-    visited = w.pages_visited
-    return Duration(
-        heap_pages=w.heap_pages,
-        index_pages=w.index_pages,
-        index_scan=w.index_passes > 0,
-        index_reason=w.index_reason,
-        cost_clean=visited * settings.page_hit,
-        cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
-        settings=settings,
-        workers=max(1, ctx.balanced_autovacuums) if balanced else 1,
-        balanced=balanced,
-        work=w,
-    )
+    return w, settings, balanced, max(1, ctx.balanced_autovacuums) if balanced else 1
 
 
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits]
