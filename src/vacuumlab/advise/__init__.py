@@ -126,14 +126,22 @@ def _statuses(ctx: Context) -> list[TableStatus]:
 
     rates = table_rates(ctx)
     names = ctx.names
+    # Relations sharing options share one Effective, and so one sorted list of overrides.
+    overridden: dict[int, list[str]] = {}
     rows = []
-    for t in ctx.thresholds:
+    # Ordered before validation, on the same key: sorting the records afterwards costs an
+    # attribute read through pydantic per comparison key (sorted() is stable either way).
+    for t in sorted(ctx.thresholds, key=lambda t: -t.vacuum_progress):
+        effective = t.effective
+        overrides = overridden.get(id(effective))
+        if overrides is None:
+            overrides = overridden[id(effective)] = sorted(effective.overridden)
         dead_rate, to_vacuum, duration = rates.get(t.relation.oid, (None, None, None))
         rows.append(
             {
                 "relation": names[t.relation.oid],
                 "is_toast": t.is_toast,
-                "autovacuum_enabled": t.effective.enabled,
+                "autovacuum_enabled": effective.enabled,
                 "dead": t.dead,
                 "vacuum_threshold": t.vacuum,
                 "vacuum_progress": t.vacuum_progress,
@@ -141,7 +149,7 @@ def _statuses(ctx: Context) -> list[TableStatus]:
                 "insert_threshold": t.insert,
                 "modified": t.modified,
                 "analyze_threshold": t.analyze,
-                "overridden": sorted(t.effective.overridden),
+                "overridden": overrides,
                 "dead_per_second": dead_rate,
                 "seconds_to_vacuum": to_vacuum,
                 "estimated_vacuum_seconds": duration,
@@ -149,8 +157,7 @@ def _statuses(ctx: Context) -> list[TableStatus]:
                 "forced": t.forced,
             }
         )
-    statuses = _STATUSES.validate_python(rows)
-    return sorted(statuses, key=lambda r: -r.vacuum_progress)
+    return _STATUSES.validate_python(rows)
 
 
 __all__ = ["Advice", "advise", "questions"]

@@ -200,7 +200,7 @@ def _cost(
         options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
     else:
         options = _NO_OPTIONS  # most relations: neither it nor its table has options
-    settings, balanced, resolved = _resolved(ctx, base, options)
+    settings, balanced, resolved, workers = _resolved(ctx, base, options)
     block = ctx.now.server.block_size
     pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
     w = vacuum_work.work(
@@ -213,16 +213,17 @@ def _cost(
         version_num=ctx.version,
         resolved=resolved,
     )
-    return w, settings, balanced, max(1, ctx.balanced_autovacuums) if balanced else 1
+    return w, settings, balanced, workers
 
 
-_Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits]
+_Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]
 _NO_OPTIONS: dict[str, str] = {}
 _NO_KEY: frozenset[tuple[str, str]] = frozenset()
 
 
 def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _Resolved:
-    """A relation's cost settings, whether it joins the balance, and the model's limits: they
+    """A relation's cost settings, whether it joins the balance, the model's limits and the
+    workers sharing its cost limit: they
     depend on its options alone, so relations with the same options (most have none) share
     them, resolved once per advice."""
     cache = cast(dict[frozenset[tuple[str, str]], _Resolved], ctx.memo.setdefault("resolved", {}))
@@ -234,5 +235,6 @@ def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _
             settings,
             balanced,
             vacuum_work.limits(ctx.settings, options, ctx.version),
+            max(1, ctx.balanced_autovacuums) if balanced else 1,
         )
     return found
