@@ -86,7 +86,7 @@ class Context:
         found: dict[int, str] = {}
         for table in self.now.tables:
             heap = table.heap
-            found[heap.oid] = label(heap)
+            found[heap.oid] = heap.qualified_name  # label() of a heap
             if table.toast is not None:
                 found[table.toast.oid] = label(table.toast, heap)
         return found
