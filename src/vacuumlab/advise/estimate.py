@@ -97,6 +97,7 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
     # The same figures without an Estimate and a Duration per relation: at 20,000 relations
     # building them was a third of the status rows' cost.
     by_oid = ctx.thresholds_by_oid
+    costing = _costing(ctx)
     for table in ctx.tables():
         for rel in (table.heap, table.toast):
             t = by_oid.get(rel.oid) if rel is not None else None
@@ -104,10 +105,10 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                 continue
             rates = relation_rates(ctx, t.relation)
             to_vacuum, trigger = rates_model.to_vacuum(t, rates)
-            cost = _cost(ctx, table, t, rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger))
             seconds = None
-            if cost is not None:
-                w, settings, _balanced, workers = cost
+            if costing is not None:
+                dead = rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger)
+                w, settings, _balanced, workers = costing.cost(table, t, dead)
                 if settings.delay_ms > 0 and not w.failsafe:  # Duration.throttled
                     dirtied = w.pages_visited * (settings.page_hit + settings.page_dirty)
                     seconds = cm.throttle_seconds(dirtied, settings, workers=workers)
@@ -168,10 +169,10 @@ def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
 
 
 def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
-    cost = _cost(ctx, table, t, dead)
-    if cost is None:
+    costing = _costing(ctx)
+    if costing is None:
         return None
-    w, settings, balanced, workers = cost
+    w, settings, balanced, workers = costing.cost(table, t, dead)
     visited = w.pages_visited
     return Duration(
         heap_pages=w.heap_pages,
@@ -187,54 +188,64 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
     )
 
 
-def _cost(
-    ctx: Context, table: Table, t: Thresholds, dead: float
-) -> tuple[vacuum_work.VacuumWork, cm.CostSettings, bool, int] | None:
-    """The next vacuum's work, its cost settings, whether it joins the balance and the
-    workers sharing its limit; None without the server's cost settings."""
-    base = autovacuum_cost(ctx)
-    if base is None:
-        return None
-    rel = t.relation
-    if rel.reloptions or table.heap.reloptions:
-        options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
-    else:
-        options = _NO_OPTIONS  # most relations: neither it nor its table has options
-    settings, balanced, resolved, workers = _resolved(ctx, base, options)
-    block = ctx.now.server.block_size
-    pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
-    w = vacuum_work.work(
-        rel,
-        dead=dead,
-        pages=pages,
-        index_pages=(rel.index_bytes or 0) // block,
-        server=ctx.settings,
-        options=options,
-        version_num=ctx.version,
-        resolved=resolved,
-    )
-    return w, settings, balanced, workers
-
-
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]
 _NO_OPTIONS: dict[str, str] = {}
 _NO_KEY: frozenset[tuple[str, str]] = frozenset()
+_Cost = tuple[vacuum_work.VacuumWork, cm.CostSettings, bool, int]
 
 
-def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _Resolved:
-    """A relation's cost settings, whether it joins the balance, the model's limits and the
-    workers sharing its cost limit: they
-    depend on its options alone, so relations with the same options (most have none) share
-    them, resolved once per advice."""
-    cache = cast(dict[frozenset[tuple[str, str]], _Resolved], ctx.memo.setdefault("resolved", {}))
-    key = frozenset(options.items()) if options else _NO_KEY
-    found = cache.get(key)
-    if found is None:
-        settings, balanced = balance.own_cost(base, options)
-        found = cache[key] = (
-            settings,
-            balanced,
-            vacuum_work.limits(ctx.settings, options, ctx.version),
-            max(1, ctx.balanced_autovacuums) if balanced else 1,
+class _Costing:
+    """What every relation's vacuum cost reads from the advice (the server's cost settings,
+    block size, version) looked up once, and each set of options resolved once."""
+
+    __slots__ = ("base", "block", "resolved", "server", "version", "workers")
+
+    def __init__(self, ctx: Context, base: cm.CostSettings) -> None:
+        self.base = base
+        self.block = ctx.now.server.block_size
+        self.server = ctx.settings
+        self.version = ctx.version
+        self.workers = max(1, ctx.balanced_autovacuums)  # for relations in the balance
+        self.resolved: dict[frozenset[tuple[str, str]], _Resolved] = {}
+
+    def cost(self, table: Table, t: Thresholds, dead: float) -> _Cost:
+        """The next vacuum's work, its cost settings, whether it joins the balance and the
+        workers sharing its limit."""
+        rel = t.relation
+        if rel.reloptions or table.heap.reloptions:
+            options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
+            key = frozenset(options.items())
+        else:
+            options, key = _NO_OPTIONS, _NO_KEY  # most relations: no options, theirs or table's
+        found = self.resolved.get(key)
+        if found is None:
+            found = self.resolved[key] = self._resolve(options)
+        settings, balanced, limits, workers = found
+        block = self.block
+        w = vacuum_work.work(
+            rel,
+            dead=dead,
+            pages=rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages,
+            index_pages=(rel.index_bytes or 0) // block,
+            server=self.server,
+            options=options,
+            version_num=self.version,
+            resolved=limits,
         )
-    return found
+        return w, settings, balanced, workers
+
+    def _resolve(self, options: dict[str, str]) -> _Resolved:
+        """A relation's cost settings, whether it joins the balance, the model's limits and
+        the workers sharing its cost limit: they depend on its options alone, so relations
+        with the same options (most have none) share them."""
+        settings, balanced = balance.own_cost(self.base, options)
+        limits = vacuum_work.limits(self.server, options, self.version)
+        return settings, balanced, limits, self.workers if balanced else 1
+
+
+def _costing(ctx: Context) -> _Costing | None:
+    """None when the snapshot lacks the server's cost settings: no duration estimates."""
+    if "costing" not in ctx.memo:
+        base = autovacuum_cost(ctx)
+        ctx.memo["costing"] = None if base is None else _Costing(ctx, base)
+    return cast(_Costing | None, ctx.memo["costing"])
