@@ -98,12 +98,13 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
     # building them was a third of the status rows' cost.
     by_oid = ctx.thresholds_by_oid
     costing = _costing(ctx)
+    interval = ctx.later is not None  # one snapshot: no relation has rates
     for table in ctx.tables():
         for rel in (table.heap, table.toast):
             t = by_oid.get(rel.oid) if rel is not None else None
             if t is None:
                 continue
-            rates = relation_rates(ctx, t.relation)
+            rates = relation_rates(ctx, t.relation) if interval else None
             to_vacuum, trigger = rates_model.to_vacuum(t, rates)
             seconds = None
             if costing is not None:
