@@ -99,13 +99,14 @@ def wasted_share(m: ExactBloat, fillfactor: float) -> float:
 def _relation(ctx: Context, table: Table, rel: Relation, t: Thresholds | None) -> Finding | None:
     est = estimate(rel, ctx.now.server.block_size)
     m = ctx.exact.get(rel.oid)
-    fillfactor = _fillfactor(rel)
     if m is not None:
+        fillfactor = _fillfactor(rel)
         share, size = wasted_share(m, fillfactor), float(m.table_len)
     elif est is not None:
         share, size = est.dead_share, float(est.size)
         if share < REPORT_SHARE or share * size < REPORT_BYTES:
             return None
+        fillfactor = _fillfactor(rel)  # only for the relations that get a finding
     else:
         return None
     large = share > LARGE_SHARE and share * size > LARGE_BYTES

@@ -78,6 +78,19 @@ class Context:
                 found[table.toast.oid] = table
         return found
 
+    @cached_property
+    def names(self) -> dict[int, str]:
+        """Each relation's label (``schema.table`` or ``schema.table (TOAST)``) under its oid,
+        formatted once: the status rows, the thresholds and the estimates all name every
+        relation."""
+        found: dict[int, str] = {}
+        for table in self.now.tables:
+            heap = table.heap
+            found[heap.oid] = heap.qualified_name  # label() of a heap
+            if table.toast is not None:
+                found[table.toast.oid] = label(table.toast, heap)
+        return found
+
     def name_of(self, relation: Relation) -> str:
         """``schema.table`` or ``schema.table (TOAST)``."""
         table = self.tables_by_oid.get(relation.oid)

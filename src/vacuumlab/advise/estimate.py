@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from vacuumlab.advise import toast as toast_options
-from vacuumlab.advise.context import Context, label
+from vacuumlab.advise.context import Context
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
@@ -89,9 +89,32 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
     """oid -> (dead tuples per second, seconds until autovacuum should take it — the earliest,
     before up to one naptime for the launcher —, the next vacuum's estimated seconds)."""
     result: dict[int, tuple[float | None, float | None, float | None]] = {}
-    for e in estimates(ctx):
-        dead = e.rates.dead_per_second if e.rates else None
-        result[e.thresholds.relation.oid] = (dead, e.to_vacuum, e.vacuum_seconds)
+    if "estimates" in ctx.memo:  # the questions needed them whole (rates: two snapshots)
+        for e in estimates(ctx):
+            dead = e.rates.dead_per_second if e.rates else None
+            result[e.thresholds.relation.oid] = (dead, e.to_vacuum, e.vacuum_seconds)
+        return result
+    # The same figures without an Estimate and a Duration per relation: at 20,000 relations
+    # building them was a third of the status rows' cost.
+    by_oid = ctx.thresholds_by_oid
+    costing = _costing(ctx)
+    interval = ctx.later is not None  # one snapshot: no relation has rates
+    for table in ctx.tables():
+        for rel in (table.heap, table.toast):
+            t = by_oid.get(rel.oid) if rel is not None else None
+            if t is None:
+                continue
+            rates = relation_rates(ctx, t.relation) if interval else None
+            to_vacuum, trigger = rates_model.to_vacuum(t, rates)
+            seconds = None
+            if costing is not None:
+                dead = rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger)
+                w, settings, _balanced, workers = costing.cost(table, t, dead)
+                if settings.delay_ms > 0 and not w.failsafe:  # Duration.throttled
+                    dirtied = w.pages_visited * (settings.page_hit + settings.page_dirty)
+                    seconds = cm.throttle_seconds(dirtied, settings, workers=workers)
+            dead = rates.dead_per_second if rates else None
+            result[t.relation.oid] = (dead, to_vacuum, seconds)
     return result
 
 
@@ -130,7 +153,7 @@ def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
     return Estimate(
         thresholds=t,
         table=table,
-        name=label(t.relation, table.heap),
+        name=ctx.names[t.relation.oid],
         rates=rates,
         to_vacuum=to_vacuum,
         trigger=trigger,
@@ -147,24 +170,10 @@ def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
 
 
 def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
-    base = autovacuum_cost(ctx)
-    if base is None:
+    costing = _costing(ctx)
+    if costing is None:
         return None
-    options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
-    settings, balanced, resolved = _resolved(ctx, base, options)
-    rel = t.relation
-    block = ctx.now.server.block_size
-    pages = rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages
-    w = vacuum_work.work(
-        rel,
-        dead=dead,
-        pages=pages,
-        index_pages=(rel.index_bytes or 0) // block,
-        server=ctx.settings,
-        options=options,
-        version_num=ctx.version,
-        resolved=resolved,
-    )
+    w, settings, balanced, workers = costing.cost(table, t, dead)
     visited = w.pages_visited
     return Duration(
         heap_pages=w.heap_pages,
@@ -174,27 +183,70 @@ def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duratio
         cost_clean=visited * settings.page_hit,
         cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
         settings=settings,
-        workers=max(1, ctx.balanced_autovacuums) if balanced else 1,
+        workers=workers,
         balanced=balanced,
         work=w,
     )
 
 
-_Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits]
+_Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]
+_NO_OPTIONS: dict[str, str] = {}
+_NO_KEY: frozenset[tuple[str, str]] = frozenset()
+_Cost = tuple[vacuum_work.VacuumWork, cm.CostSettings, bool, int]
 
 
-def _resolved(ctx: Context, base: cm.CostSettings, options: dict[str, str]) -> _Resolved:
-    """A relation's cost settings, whether it joins the balance, and the model's limits: they
-    depend on its options alone, so relations with the same options (most have none) share
-    them, resolved once per advice."""
-    cache = cast(dict[frozenset[tuple[str, str]], _Resolved], ctx.memo.setdefault("resolved", {}))
-    key = frozenset(options.items())
-    found = cache.get(key)
-    if found is None:
-        settings, balanced = balance.own_cost(base, options)
-        found = cache[key] = (
-            settings,
-            balanced,
-            vacuum_work.limits(ctx.settings, options, ctx.version),
+class _Costing:
+    """What every relation's vacuum cost reads from the advice (the server's cost settings,
+    block size, version) looked up once, and each set of options resolved once."""
+
+    __slots__ = ("base", "block", "resolved", "server", "version", "workers")
+
+    def __init__(self, ctx: Context, base: cm.CostSettings) -> None:
+        self.base = base
+        self.block = ctx.now.server.block_size
+        self.server = ctx.settings
+        self.version = ctx.version
+        self.workers = max(1, ctx.balanced_autovacuums)  # for relations in the balance
+        self.resolved: dict[frozenset[tuple[str, str]], _Resolved] = {}
+
+    def cost(self, table: Table, t: Thresholds, dead: float) -> _Cost:
+        """The next vacuum's work, its cost settings, whether it joins the balance and the
+        workers sharing its limit."""
+        rel = t.relation
+        if rel.reloptions or table.heap.reloptions:
+            options = toast_options.autovacuum_options(table, is_toast=t.is_toast)
+            key = frozenset(options.items())
+        else:
+            options, key = _NO_OPTIONS, _NO_KEY  # most relations: no options, theirs or table's
+        found = self.resolved.get(key)
+        if found is None:
+            found = self.resolved[key] = self._resolve(options)
+        settings, balanced, limits, workers = found
+        block = self.block
+        w = vacuum_work.work(
+            rel,
+            dead=dead,
+            pages=rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages,
+            index_pages=(rel.index_bytes or 0) // block,
+            server=self.server,
+            options=options,
+            version_num=self.version,
+            resolved=limits,
         )
-    return found
+        return w, settings, balanced, workers
+
+    def _resolve(self, options: dict[str, str]) -> _Resolved:
+        """A relation's cost settings, whether it joins the balance, the model's limits and
+        the workers sharing its cost limit: they depend on its options alone, so relations
+        with the same options (most have none) share them."""
+        settings, balanced = balance.own_cost(self.base, options)
+        limits = vacuum_work.limits(self.server, options, self.version)
+        return settings, balanced, limits, self.workers if balanced else 1
+
+
+def _costing(ctx: Context) -> _Costing | None:
+    """None when the snapshot lacks the server's cost settings: no duration estimates."""
+    if "costing" not in ctx.memo:
+        base = autovacuum_cost(ctx)
+        ctx.memo["costing"] = None if base is None else _Costing(ctx, base)
+    return cast(_Costing | None, ctx.memo["costing"])

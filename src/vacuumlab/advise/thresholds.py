@@ -28,62 +28,63 @@ CHURN_EVIDENCE = (
 
 
 def findings(ctx: Context) -> list[Finding]:
-    owners = ctx.owners
+    names = ctx.names
     found: list[Finding] = []
+    # One relation in thousands gives a finding: each test returns None rather than a list,
+    # so the rest cost no list built and extended.
     for t in ctx.thresholds:
-        name = label(t.relation, owners.get(t.relation.oid))
-        found.extend(_waiting(ctx, t, name))
+        name = names[t.relation.oid]
+        if (waiting := _waiting(ctx, t, name)) is not None:
+            found.append(waiting)
         if not t.is_toast:
-            found.extend(_queue(ctx, t, name))
-            found.extend(_analyze(t, name))
+            if (queue := _queue(ctx, t, name)) is not None:
+                found.append(queue)
+            if (analyze := _analyze(t, name)) is not None:
+                found.append(analyze)
     found.extend(_global_off(ctx))
     return found
 
 
-def _waiting(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
+def _waiting(ctx: Context, t: Thresholds, name: str) -> Finding | None:
     """A relation past its vacuum threshold: say how far, and what keeps autovacuum away."""
     if not t.past_threshold or max(t.dead, t.inserted) < MIN_DEAD:
-        return []
+        return None
     reason, severity, recommendations = _why(ctx, t, name)
-    return [
-        Finding(
-            question="thresholds",
-            severity=severity,
-            relation=name,
-            title=f"{share_of(t.vacuum_progress, 'its vacuum threshold')}: {reason}",
-            detail=(
-                f"{t.dead:,} dead tuples against a threshold of {t.vacuum:,.0f} "
-                f"({_formula(t)}); {t.inserted:,} inserted since the last vacuum"
-                + (f" against {t.insert:,.0f}" if t.insert is not None else "")
-                + "."
-            ),
-            evidence=_evidence(t),
-            recommendations=recommendations,
-        )
-    ]
+    return Finding(
+        question="thresholds",
+        severity=severity,
+        relation=name,
+        title=f"{share_of(t.vacuum_progress, 'its vacuum threshold')}: {reason}",
+        detail=(
+            f"{t.dead:,} dead tuples against a threshold of {t.vacuum:,.0f} "
+            f"({_formula(t)}); {t.inserted:,} inserted since the last vacuum"
+            + (f" against {t.insert:,.0f}" if t.insert is not None else "")
+            + "."
+        ),
+        evidence=_evidence(t),
+        recommendations=recommendations,
+    )
 
 
-def _analyze(t: Thresholds, name: str) -> list[Finding]:
+def _analyze(t: Thresholds, name: str) -> Finding | None:
     """Past the analyze threshold: autovacuum analyses it at its next visit (doanalyze in
     relation_needs_vacanalyze())."""
     if not t.needs_analyze or t.modified < MIN_DEAD or t.analyze is None:
-        return []
+        return None
     never = t.relation.reltuples < 0
-    return [
-        Finding(
-            question="thresholds",
-            severity="info",
-            relation=name,
-            title=f"{share_of(t.modified / max(t.analyze, 1), 'its analyze threshold')}: "
-            + ("never analysed yet" if never else "an autoanalyze is due"),
-            detail=(
-                f"{t.modified:,} rows changed since the last analyze against a threshold of "
-                f"{t.analyze:,.0f}. Until it runs, the planner works from "
-                + ("no statistics." if never else "the previous statistics.")
-            ),
-            evidence={"n_mod_since_analyze": t.modified, "analyze_threshold": t.analyze},
-        )
-    ]
+    return Finding(
+        question="thresholds",
+        severity="info",
+        relation=name,
+        title=f"{share_of(t.modified / max(t.analyze, 1), 'its analyze threshold')}: "
+        + ("never analysed yet" if never else "an autoanalyze is due"),
+        detail=(
+            f"{t.modified:,} rows changed since the last analyze against a threshold of "
+            f"{t.analyze:,.0f}. Until it runs, the planner works from "
+            + ("no statistics." if never else "the previous statistics.")
+        ),
+        evidence={"n_mod_since_analyze": t.modified, "analyze_threshold": t.analyze},
+    )
 
 
 def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recommendation]]:
@@ -188,35 +189,33 @@ def _evidence(t: Thresholds) -> dict[str, float | int | str | bool | None]:
     }
 
 
-def _queue(ctx: Context, t: Thresholds, name: str) -> list[Finding]:
+def _queue(ctx: Context, t: Thresholds, name: str) -> Finding | None:
     """Queue-like tables: rows come and go many times over their live size."""
     rel = t.relation
     live = max(rel.n_live_tup or 0, 1)
     turnover = ((rel.n_tup_ins or 0) + (rel.n_tup_del or 0)) / live
     if turnover < QUEUE_TURNOVER or (rel.n_tup_del or 0) < MIN_DEAD:
-        return []
+        return None
     recommendations = _queue_settings(ctx, t)
-    return [
-        Finding(
-            question="thresholds",
-            severity="warning" if recommendations else "info",
-            relation=name,
-            title=f"queue-like: rows turned over {turnover:,.0f} times",
-            detail=(
-                f"{rel.n_tup_ins or 0:,} inserts and {rel.n_tup_del or 0:,} deletes against "
-                f"{rel.n_live_tup or 0:,} live rows. Latency in such tables follows the dead "
-                "tuples: vacuum them early and unthrottled. autovacuum_naptime is server-wide; "
-                "the churn study's best step also lowered it to 10s."
-            ),
-            evidence={
-                "turnover": round(turnover, 1),
-                "n_tup_ins": rel.n_tup_ins,
-                "n_tup_del": rel.n_tup_del,
-                "n_live_tup": rel.n_live_tup,
-            },
-            recommendations=recommendations,
-        )
-    ]
+    return Finding(
+        question="thresholds",
+        severity="warning" if recommendations else "info",
+        relation=name,
+        title=f"queue-like: rows turned over {turnover:,.0f} times",
+        detail=(
+            f"{rel.n_tup_ins or 0:,} inserts and {rel.n_tup_del or 0:,} deletes against "
+            f"{rel.n_live_tup or 0:,} live rows. Latency in such tables follows the dead "
+            "tuples: vacuum them early and unthrottled. autovacuum_naptime is server-wide; "
+            "the churn study's best step also lowered it to 10s."
+        ),
+        evidence={
+            "turnover": round(turnover, 1),
+            "n_tup_ins": rel.n_tup_ins,
+            "n_tup_del": rel.n_tup_del,
+            "n_live_tup": rel.n_live_tup,
+        },
+        recommendations=recommendations,
+    )
 
 
 def _queue_settings(ctx: Context, t: Thresholds) -> list[Recommendation]:

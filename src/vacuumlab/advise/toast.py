@@ -40,7 +40,8 @@ def findings(ctx: Context) -> list[Finding]:
         if table.toast is None:
             continue
         found.extend(_share(table))
-        found.extend(_settings(ctx, table))
+        if table.toast.reloptions:  # without options of its own it reads its table's
+            found.extend(_settings(ctx, table))
         toast_thresholds = by_oid.get(table.toast.oid)
         if toast_thresholds is not None:
             found.extend(_past_threshold(table, toast_thresholds, by_oid.get(table.heap.oid)))

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from vacuumlab.advise import estimate, horizon, timing
-from vacuumlab.advise.context import Context, alter_system, label
+from vacuumlab.advise.context import Context, alter_system
 from vacuumlab.model import cost as cm
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
@@ -236,9 +236,9 @@ def _workers(ctx: Context) -> Finding:
     max_workers = ctx.workers
     running = [v for v in ctx.now.vacuums if v.is_autovacuum]
     busy = {v.relid for v in running}
-    owners = {t.toast.oid: t.heap for t in ctx.tables() if t.toast is not None}
+    names = ctx.names
     waiting = [
-        label(t.relation, owners.get(t.relation.oid))
+        names[t.relation.oid]
         for t in ctx.thresholds
         if t.needs_vacuum and t.relation.oid not in busy
     ]
@@ -291,7 +291,7 @@ def _waited(ctx: Context, busy: set[int]) -> list[str]:
     first = th.of_tables(ctx.snapshot.tables, ctx.settings, ctx.version)
     before = {t.relation.oid for t in first if t.needs_vacuum}
     busy_before = {v.relid for v in ctx.snapshot.vacuums if v.is_autovacuum}
-    owners = {t.toast.oid: t.heap for t in ctx.tables() if t.toast is not None}
+    names = ctx.names
     waited = []
     for t in ctx.thresholds:
         rel = t.relation
@@ -300,7 +300,7 @@ def _waited(ctx: Context, busy: set[int]) -> list[str]:
             continue
         if rel.oid in busy or rel.oid in busy_before or _vacuumed_between(then, rel):
             continue
-        waited.append(label(rel, owners.get(rel.oid)))
+        waited.append(names[rel.oid])
     return waited
 
 

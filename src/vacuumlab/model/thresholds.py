@@ -220,8 +220,11 @@ def of_tables(
         for rel in (table.heap, table.toast):
             if rel is None:
                 continue
-            options = options_of(table, rel)
-            key = frozenset(options.items())
+            if rel.reloptions or table.heap.reloptions:
+                options = options_of(table, rel)
+                key = frozenset(options.items())
+            else:
+                options, key = {}, _NO_OPTIONS  # most relations: no copy, no set to hash
             settings = merged.get(key)
             if settings is None:
                 settings = merged[key] = effective(server, options, version_num=version_num)
@@ -235,6 +238,9 @@ def of_tables(
                 )
             )
     return found
+
+
+_NO_OPTIONS: frozenset[tuple[str, str]] = frozenset()
 
 
 def options_of(table: Table, rel: Relation) -> dict[str, str]:
