@@ -204,6 +204,9 @@ def of_table(
     return of_tables([table], server, version_num, in_recovery=in_recovery)
 
 
+_NONE: frozenset[tuple[str, str]] = frozenset()
+
+
 def of_tables(
     tables: Iterable[Table],
     server: Mapping[str, str],
@@ -220,8 +223,11 @@ def of_tables(
         for rel in (table.heap, table.toast):
             if rel is None:
                 continue
-            options = options_of(table, rel)
-            key = frozenset(options.items())
+            # options_of()'s choice, without its copy: the mapping is only read here.
+            options = (
+                rel.reloptions if rel is table.heap else rel.reloptions or table.heap.reloptions
+            )
+            key = frozenset(options.items()) if options else _NONE
             settings = merged.get(key)
             if settings is None:
                 settings = merged[key] = effective(server, options, version_num=version_num)
