@@ -3,11 +3,13 @@ size, the statements are the same, and nothing else in the snapshot changes."""
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 
 from conftest import execute
 from test_snapshot import SIZED
-from vacuumlab.collect.snapshot import collect
+from vacuumlab.collect.snapshot import Kept, collect
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
 from vacuumlab.records.snapshot import Snapshot
@@ -126,3 +128,39 @@ def test_every_tables_file_estimates(embedded_database: str) -> None:
     newest = sizes[max(sizes)]
     assert any(size for row in newest for size in row[1:])
     assert all(rows == newest for rows in sizes.values())
+
+
+def test_kept_relations_are_what_a_fresh_collect_gives(embedded_database: str) -> None:
+    """A live view's collects keep the records of relations whose rows came back the same;
+    the snapshot is still the one a collect from nothing gives, ages and changes included."""
+    execute(
+        embedded_database,
+        "CREATE TABLE quiet (id int PRIMARY KEY, body text)",
+        "CREATE TABLE busy (id int PRIMARY KEY)",
+    )
+    kept = Kept()
+    with connect(embedded_database) as session:
+        first = collect(session, sizes="estimated", kept=kept)
+        execute(embedded_database, "INSERT INTO busy SELECT generate_series(1, 50)")
+        # Another transaction id: every relation's frozenxid_age grows.
+        execute(embedded_database, "SELECT pg_current_xact_id()")
+        deadline = time.monotonic() + 10
+        while True:  # the insert reaches the statistics within about a second
+            fresh = collect(session, sizes="estimated")
+            busy = next(t for t in fresh.tables if t.heap.name == "busy")
+            if busy.heap.n_tup_ins == 50 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        second = collect(session, sizes="estimated", kept=kept)
+        third = collect(session, sizes="estimated", kept=kept)
+    assert second.tables == fresh.tables
+    assert third.tables == fresh.tables
+    names = ("quiet", "busy")
+    before, after, again = ({t.heap.name: t for t in s.tables} for s in (first, second, third))
+    assert [after[n].heap.frozenxid_age for n in names] > [
+        before[n].heap.frozenxid_age for n in names
+    ]
+    assert after["busy"].heap.n_tup_ins == 50 != before["busy"].heap.n_tup_ins
+    # Nothing changed from the second to the third: the same records, not validated again.
+    assert all(again[n].heap is after[n].heap for n in names)
+    assert again["quiet"].toast is after["quiet"].toast

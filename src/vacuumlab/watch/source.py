@@ -24,7 +24,7 @@ from typing import Final
 
 import psycopg
 
-from vacuumlab.collect.snapshot import Sizes, collect
+from vacuumlab.collect.snapshot import Kept, Sizes, collect
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.connect import Session, Timeouts, connect, first_line
 from vacuumlab.records.live import LiveView
@@ -68,6 +68,7 @@ class Source:
         self.session: Session | None = None
         self.previous: Snapshot | None = None
         self.durations: dict[int, float] = {}
+        self.kept = Kept()
 
     def open(self) -> Session:
         """The session, opened now if there is none (a VacuumlabError says why it cannot)."""
@@ -84,13 +85,17 @@ class Source:
             try:
                 session = self.open()
                 counted = session.statements
-                snapshot = collect(session, sizes=SIZES)
+                snapshot = self.take(session)
             except (VacuumlabError, psycopg.Error) as exc:
                 self.close()
                 return Refresh(None, first_line(exc), time.perf_counter() - start, 0)
             statements = session.statements - counted
             view = self.build(snapshot)
         return Refresh(view, None, time.perf_counter() - start, statements, snapshot)
+
+    def take(self, session: Session) -> Snapshot:
+        """A snapshot for the view: sizes estimated, unchanged relations kept."""
+        return collect(session, sizes=SIZES, kept=self.kept)
 
     def build(self, snapshot: Snapshot) -> LiveView:
         """The view of ``snapshot`` after the previous one; then it becomes the previous one."""

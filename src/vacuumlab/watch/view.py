@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from pydantic import TypeAdapter
+
 from vacuumlab.model import forecast, progress, rates
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.simulator import simulate
@@ -29,6 +31,7 @@ from vacuumlab.watch import cluster
 
 #: How far ahead the simulator looks for each relation's next vacuum.
 HORIZON_S: Final = 3600.0
+_ROWS: Final = TypeAdapter(list[TableLive])
 #: The sort key of the queue (see queue_key).
 Key = tuple[int, float, bool, float, int]
 
@@ -192,13 +195,15 @@ def tables(
     keyed.sort(key=lambda pair: pair[0])  # keys end with the oid: no two are equal
     here = now.current.server.database
     seen = {v.relid: v for v in now.previous.vacuums if v.database == here} if now.previous else {}
-    return [
+    # All rows validated in one call: at 20,000 (the terminal view's) a fifth less time than
+    # one call each.
+    return _ROWS.validate_python([
         _row(now, t, found.get(oid), oid in running, starts.get(oid),
              progress.last_duration(t.relation, earlier.get(oid), seen.get(oid))
              or durations.get(oid))
         for _, t in keyed[: pick.limit]
         for oid in (t.relation.oid,)
-    ]  # fmt: skip
+    ])  # fmt: skip
 
 
 def queue_key(
@@ -239,32 +244,30 @@ def _row(
     running: bool,
     start: float | None,
     last: float | None,
-) -> TableLive:
+) -> dict[str, object]:
+    """A row's fields. From a mapping: pydantic's validator (compiled) takes a third less
+    time than the keywords of model_construct (Python), which counts at 20,000 relations."""
     rel = t.relation
     owner = now.owners[rel.oid].heap
-    # From a mapping: pydantic's validator (compiled) takes a third less time than the
-    # keywords of model_construct (Python), which counts at 20,000 relations.
-    return TableLive.model_validate(
-        {
-            "oid": rel.oid,
-            "schema_name": owner.schema_name,
-            "table": owner.name,
-            "is_toast": t.is_toast,
-            "autovacuum_enabled": t.effective.enabled,
-            "dead": t.dead,
-            "vacuum_threshold": t.vacuum,
-            "vacuum_progress": t.vacuum_progress,
-            "inserted": t.inserted,
-            "insert_threshold": t.insert,
-            "insert_progress": t.insert_progress,
-            "dead_per_second": rate.dead_per_second if rate is not None else None,
-            "due": t.needs_vacuum,
-            "forced": t.forced,
-            "running": running,
-            "predicted_start_s": 0.0 if running else start,
-            "last_vacuum_s": last,
-        }
-    )
+    return {
+        "oid": rel.oid,
+        "schema_name": owner.schema_name,
+        "table": owner.name,
+        "is_toast": t.is_toast,
+        "autovacuum_enabled": t.effective.enabled,
+        "dead": t.dead,
+        "vacuum_threshold": t.vacuum,
+        "vacuum_progress": t.vacuum_progress,
+        "inserted": t.inserted,
+        "insert_threshold": t.insert,
+        "insert_progress": t.insert_progress,
+        "dead_per_second": rate.dead_per_second if rate is not None else None,
+        "due": t.needs_vacuum,
+        "forced": t.forced,
+        "running": running,
+        "predicted_start_s": 0.0 if running else start,
+        "last_vacuum_s": last,
+    }
 
 
 def predicted_starts(
