@@ -195,8 +195,8 @@ def tables(
     keyed.sort(key=lambda pair: pair[0])  # keys end with the oid: no two are equal
     here = now.current.server.database
     seen = {v.relid: v for v in now.previous.vacuums if v.database == here} if now.previous else {}
-    # All rows validated in one call: at 20,000 (the terminal view's) a fifth less time than
-    # one call each.
+    # All rows validated in one call, as the snapshot's are (pg/connect.py): at 20,000 rows
+    # (the terminal view's) about 0.01 s less than one call each.
     return _ROWS.validate_python([
         _row(now, t, found.get(oid), oid in running, starts.get(oid),
              progress.last_duration(t.relation, earlier.get(oid), seen.get(oid))
