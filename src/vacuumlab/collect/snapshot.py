@@ -109,8 +109,8 @@ class Kept:
     """The relations of a caller's previous collect (a live view's), each with the row it was
     built from, by oid. A row that comes back the same but for its ages (most, between two
     refreshes seconds apart) keeps its record, copied with the new ages, rather than being
-    validated again: at 20,000 relations, validating them all is a fifth of a refresh's time
-    on the client. Records are immutable, so two snapshots may share one."""
+    validated again: at 20,000 relations, with every age moved, the snapshot's client time
+    falls from 0.27 to 0.16 s. Records are immutable, so two snapshots may share one."""
 
     def __init__(self) -> None:
         self.rows: dict[int, tuple[tuple[Any, ...], m.Relation]] = {}
