@@ -29,7 +29,6 @@ from prometheus_client.core import Metric
 from psycopg import sql
 
 from snapshot_scale import create_tables
-from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.live import LiveView
 from vacuumlab.watch.metrics import Scrape, families
@@ -109,7 +108,7 @@ def refresh(source: Source, dsn: str) -> Figures:
     counted = session.statements
     cpu, start = time.process_time(), time.perf_counter()
     with gc_paused() if PAUSE_GC else contextlib.nullcontext():  # as Source.refresh() does
-        snap = collect(session)
+        snap = source.take(session)
         taken = time.perf_counter()
         view = source.build(snap)
         built = time.perf_counter()
@@ -133,7 +132,7 @@ def measure(dsn: str, count: int, repeat: int) -> Figures:
     """Median of each figure over ``repeat`` refreshes, each after some writes."""
     # As the exporter runs by default: rows for the 500 relations nearest autovacuum.
     source = Source(dsn, application_name="vacuumlab-bench", pick=Pick(limit=500))
-    source.build(collect(source.open()))  # the first refresh: no previous snapshot
+    source.build(source.take(source.open()))  # the first refresh: no previous snapshot
     runs = []
     for round_ in range(repeat):
         touch_some(dsn, count, round_)

@@ -326,7 +326,7 @@ def test_foreign_snapshots_are_refused(raw: object, message: str) -> None:
 #: Values for the parameters a query file takes: pg_class has an oid every server knows.
 PARAMS = {"relid": 1259, "name": "pgstattuple", "relation": "pg_class", "names": ["autovacuum"],
           "since": None, "pid": 0, "schema": "pg_catalog", "prefix": "SELECT",
-          "relids": [1259], "oids": [1259], "tables": ["pg_class"]}  # fmt: skip
+          "relids": [1259], "oids": [1259], "tables": ["pg_class"], "measure": True}  # fmt: skip
 
 
 def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:

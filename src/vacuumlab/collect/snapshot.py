@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg import errors
@@ -18,7 +18,7 @@ from psycopg import errors
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
-from vacuumlab.pg.connect import Session, VersionTooOld, first_line
+from vacuumlab.pg.connect import Session, VersionTooOld, first_line, list_of
 from vacuumlab.records import snapshot as m
 
 
@@ -30,11 +30,13 @@ class Probe:
     query: str
     record: type[m.Record]
     single: bool = False
+    #: Whether the query takes ``measure`` (see collect()).
+    sized: bool = False
 
 
 PROBES: tuple[Probe, ...] = (
     Probe("settings", "settings", m.Setting),
-    Probe("tables", "tables", m.Relation),
+    Probe("tables", "tables", m.Relation, sized=True),
     Probe("io", "io", m.IoRow),
     Probe("checkpointer", "checkpointer", m.Checkpointer, single=True),
     Probe("bgwriter", "bgwriter", m.Bgwriter, single=True),
@@ -47,22 +49,36 @@ PROBES: tuple[Probe, ...] = (
     Probe("vacuums", "vacuums", m.VacuumProgress),
 )
 
+Sizes = Literal["measured", "estimated"]
+
 _PRIVILEGE_FIX = "GRANT pg_monitor TO {user};"
 
 
-def collect(session: Session) -> m.Snapshot:
-    """Ask every probe; build the snapshot from what answered and notes for what did not."""
+def collect(session: Session, *, sizes: Sizes = "measured", kept: Kept | None = None) -> m.Snapshot:
+    """Ask every probe; build the snapshot from what answered and notes for what did not.
+
+    ``sizes="estimated"`` takes every relation's size from ``pg_class.relpages`` instead of
+    opening it (pg/queries/tables*.sql): the same statements, in a fraction of the server's
+    time at 10,000 tables. For the live view, whose thresholds and simulation work from
+    reltuples, the statistics and pages, as autovacuum does; the snapshot says so
+    (``Snapshot.sizes``). ``kept``: the relations of the caller's previous collect (see
+    :class:`Kept`)."""
     with collector_paused():
-        return _collect(session)
+        return _collect(session, sizes, kept)
 
 
-def _collect(session: Session) -> m.Snapshot:
+def _collect(session: Session, sizes: Sizes, kept: Kept | None) -> m.Snapshot:
     taken_at = datetime.now(UTC)
     values: dict[str, Any] = {}
     notes: list[m.ProbeNote] = []
     for probe in PROBES:
+        params = {"measure": sizes == "measured"} if probe.sized else None
+        rows: list[Any]
         try:
-            rows = session.fetch(probe.query, probe.record)
+            if probe.sized and kept is not None:
+                rows = kept.relations(*session.fetch_rows(probe.query, params))
+            else:
+                rows = session.fetch(probe.query, probe.record, params)
         except VacuumlabError as exc:
             if not isinstance(exc, VersionTooOld):
                 raise
@@ -78,9 +94,67 @@ def _collect(session: Session) -> m.Snapshot:
         vacuumlab_version=__version__,
         taken_at=taken_at,
         server=session.info,
+        sizes=sizes,
         notes=notes,
         **values,
     )
+
+
+#: The tables query's last columns: they move with every transaction anywhere (age()), so a
+#: relation nothing else changed for still has a new row.
+AGES = ("frozenxid_age", "minmxid_age")
+
+
+class Kept:
+    """The relations of a caller's previous collect (a live view's), each with the row it was
+    built from, by oid. A row that comes back the same but for its ages (most, between two
+    refreshes seconds apart) keeps its record, copied with the new ages, rather than being
+    validated again: at 20,000 relations, with every age moved, the snapshot's client time
+    falls from 0.27 to 0.16 s. Records are immutable, so two snapshots may share one."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, tuple[tuple[Any, ...], m.Relation]] = {}
+
+    def relations(self, names: list[str], rows: list[tuple[Any, ...]]) -> list[m.Relation]:
+        if tuple(names[-len(AGES) :]) != AGES or names[0] != "oid":
+            raise VacuumlabError("internal: the tables query must start with oid, end in ages")
+        cut = len(names) - len(AGES)
+        previous = self.rows
+        found: list[m.Relation | None] = []
+        fresh: list[int] = []
+        for row in rows:
+            hit = previous.get(row[0])
+            if hit is None or hit[0] != row[:cut]:
+                fresh.append(len(found))
+                found.append(None)
+                continue
+            rel = hit[1]
+            if (rel.frozenxid_age, rel.minmxid_age) != row[cut:]:
+                rel = _with_ages(rel, row[cut:])
+            found.append(rel)
+        made = list_of(m.Relation).validate_python(
+            [dict(zip(names, rows[i], strict=True)) for i in fresh]
+        )
+        for i, rel in zip(fresh, made, strict=True):
+            found[i] = rel
+        done = [rel for rel in found if rel is not None]
+        self.rows = {row[0]: (row[:cut], rel) for row, rel in zip(rows, done, strict=True)}
+        return done
+
+
+def _with_ages(rel: m.Relation, ages: tuple[Any, ...]) -> m.Relation:
+    """``rel`` with other ages, as pydantic's own shallow copy makes it (BaseModel.__copy__)
+    but sharing what no one changes: model_copy() took longer than validating the row anew.
+    The ages are the server's bigints, so they need no validation; the set of fields given
+    is the same, and a frozen record never changes it."""
+    new = m.Relation.__new__(m.Relation)
+    fields = rel.__dict__.copy()
+    fields["frozenxid_age"], fields["minmxid_age"] = ages
+    object.__setattr__(new, "__dict__", fields)
+    object.__setattr__(new, "__pydantic_extra__", None)  # extra="forbid"
+    object.__setattr__(new, "__pydantic_fields_set__", rel.__pydantic_fields_set__)
+    object.__setattr__(new, "__pydantic_private__", None)  # no private attributes
+    return new
 
 
 def _note(probe: Probe, exc: psycopg.DatabaseError, session: Session) -> m.ProbeNote:

@@ -36,6 +36,15 @@ def between(before: Relation, after: Relation, seconds: float, taken_at: datetim
     when the later one was taken."""
     if seconds <= 0:
         return None
+    if (
+        after.n_dead_tup is not None
+        and after.n_dead_tup == before.n_dead_tup
+        and after.n_tup_ins is not None
+        and after.n_tup_ins == before.n_tup_ins
+        and after.vacuum_count == before.vacuum_count
+        and after.autovacuum_count == before.autovacuum_count
+    ):
+        return _STILL  # what the general case gives a relation nothing touched: most of them
     dead = _dead_rate(before, after, seconds, taken_at)
     inserts = _delta(before.n_tup_ins, after.n_tup_ins)
     return Rates(
@@ -43,6 +52,9 @@ def between(before: Relation, after: Relation, seconds: float, taken_at: datetim
         inserts_per_second=None if inserts is None else inserts / seconds,
         dead_source=dead[1] if dead else None,
     )
+
+
+_STILL = Rates(dead_per_second=0.0, inserts_per_second=0.0, dead_source="n_dead_tup")
 
 
 def _dead_rate(

@@ -204,6 +204,9 @@ def of_table(
     return of_tables([table], server, version_num, in_recovery=in_recovery)
 
 
+_NONE: frozenset[tuple[str, str]] = frozenset()
+
+
 def of_tables(
     tables: Iterable[Table],
     server: Mapping[str, str],
@@ -220,11 +223,11 @@ def of_tables(
         for rel in (table.heap, table.toast):
             if rel is None:
                 continue
-            if rel.reloptions or table.heap.reloptions:
-                options = options_of(table, rel)
-                key = frozenset(options.items())
-            else:
-                options, key = {}, _NO_OPTIONS  # most relations: no copy, no set to hash
+            # options_of()'s choice, without its copy: the mapping is only read here.
+            options = (
+                rel.reloptions if rel is table.heap else rel.reloptions or table.heap.reloptions
+            )
+            key = frozenset(options.items()) if options else _NONE
             settings = merged.get(key)
             if settings is None:
                 settings = merged[key] = effective(server, options, version_num=version_num)
@@ -238,9 +241,6 @@ def of_tables(
                 )
             )
     return found
-
-
-_NO_OPTIONS: frozenset[tuple[str, str]] = frozenset()
 
 
 def options_of(table: Table, rel: Relation) -> dict[str, str]:

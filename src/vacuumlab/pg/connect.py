@@ -56,6 +56,19 @@ class Session:
             raise VersionTooOld(name, self.info.version_num)
         return self.query(text, record, params)
 
+    def fetch_rows(
+        self, name: str, params: Params = None
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Question ``name``'s column names and rows as the server sent them (tuples)."""
+        text = queries.get(name, self.info.version_num)
+        if text is None:
+            raise VersionTooOld(name, self.info.version_num)
+        with self.conn.cursor() as cur:
+            self.statements += 1
+            cur.execute(text, params)
+            names = [column.name for column in cur.description or ()]
+            return names, cur.fetchall()
+
     def query(self, query: Query, record: type[T], params: Params = None) -> list[T]:
         if isinstance(record, type) and issubclass(record, BaseModel):
             return self._validated(query, record, params)
@@ -73,7 +86,7 @@ class Session:
             cur.execute(query, params)
             names = [column.name for column in cur.description or ()]
             rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
-        return _list_of(record).validate_python(rows)
+        return list_of(record).validate_python(rows)
 
     def execute(self, query: Query, params: Params = None) -> None:
         self.statements += 1
@@ -99,7 +112,8 @@ class Session:
 _LISTS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
-def _list_of(record: type[T]) -> TypeAdapter[list[T]]:
+def list_of(record: type[T]) -> TypeAdapter[list[T]]:
+    """The validator of ``list[record]``, built once per record type."""
     adapter = _LISTS.get(record)
     if adapter is None:
         adapter = _LISTS[record] = TypeAdapter(list[record])  # type: ignore[valid-type]

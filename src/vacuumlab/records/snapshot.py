@@ -343,6 +343,11 @@ class Snapshot(Record):
     exact: list[ExactBloat] = Field(
         default=[], description="only when collected with --exact: the probe reads tables"
     )
+    sizes: Literal["measured", "estimated"] = Field(
+        default="measured",
+        description="estimated: the relations' bytes are pg_class.relpages × block size "
+        "(as of their last vacuum or analyze), not their files' sizes; the live view's",
+    )
     notes: list[ProbeNote] = []
 
     def setting(self, name: str) -> Setting | None:

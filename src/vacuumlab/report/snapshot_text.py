@@ -101,6 +101,8 @@ def tables_table(snapshot: Snapshot, *, limit: int) -> RichTable:
     ranked = sorted(snapshot.tables, key=_dead_rank)
     shown = ranked[:limit]
     title = f"Tables by dead tuples ({len(shown)} of {len(snapshot.tables)})"
+    if snapshot.sizes == "estimated":  # a live view's snapshot (watch/source.py), replayed
+        title += ", sizes estimated from pg_class.relpages"
     table = RichTable(title=title, title_justify="left")
     for column in _TABLE_COLUMNS:
         if column == "table":

@@ -123,12 +123,13 @@ def _scrape(scrape: Scrape) -> Iterator[Metric]:
 
 
 def _tables(chosen: list[TableLive]) -> Iterator[Metric]:
+    labelled = [(t, _labels(t)) for t in chosen]  # once, not once per family
     for name, documentation, value in TABLE_GAUGES:
         family = GaugeMetricFamily(f"vacuumlab_{name}", documentation, labels=TABLE_LABELS)
-        for t in chosen:
+        for t, labels in labelled:
             found = value(t)
             if found is not None:
-                family.add_metric(_labels(t), found)
+                family.add_metric(labels, found)
         yield family
 
 

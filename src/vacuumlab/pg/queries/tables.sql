@@ -1,6 +1,12 @@
 -- Heaps and their TOAST relations, catalog and cumulative statistics (13+).
 -- The statistics come from the functions behind pg_stat_all_tables: the view also sums every
 -- index's scans per table, a grouping over pg_index that nothing here reads.
+--
+-- With measure false (the live view's refreshes, watch/source.py): every size is relpages ×
+-- block size, as of the relation's last vacuum, analyze or index build, and nothing is
+-- opened. pg_relation_size() on 40,000 relations is most of this query's time, and
+-- autovacuum itself decides from pg_class and the statistics alone
+-- (relation_needs_vacanalyze() in autovacuum.c).
 WITH locked AS (
     -- Sizing a relation takes ACCESS SHARE; skip those held in ACCESS EXCLUSIVE rather than wait.
     SELECT DISTINCT relation AS oid
@@ -8,7 +14,7 @@ WITH locked AS (
      WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock' AND granted
        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 ), heaps AS (
-    SELECT c.oid, c.reltoastrelid, c.reltuples
+    SELECT c.oid, c.reltoastrelid, c.reltuples, c.relpages
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
@@ -16,10 +22,11 @@ WITH locked AS (
        AND n.nspname !~ '^pg_toast'
 ), measured AS (
     SELECT r.oid, r.toast_of, r.reltuples,
-           CASE WHEN l.oid IS NULL THEN pg_relation_size(r.oid) END AS bytes
-      FROM (SELECT oid, NULL::oid AS toast_of, reltuples FROM heaps
+           CASE WHEN NOT %(measure)s THEN r.relpages::bigint * (SELECT current_setting('block_size')::bigint)
+                WHEN l.oid IS NULL THEN pg_relation_size(r.oid) END AS bytes
+      FROM (SELECT oid, NULL::oid AS toast_of, reltuples, relpages FROM heaps
             UNION ALL
-            SELECT t.oid, h.oid, t.reltuples
+            SELECT t.oid, h.oid, t.reltuples, t.relpages
               FROM heaps h
               JOIN pg_class t ON t.oid = h.reltoastrelid) AS r
       LEFT JOIN locked l ON l.oid = r.oid
@@ -33,11 +40,12 @@ WITH locked AS (
     -- (index_update_stats() in index.c) when their reltuples is set; an index TRUNCATE or
     -- REINDEX rebuilt on an empty table keeps -1 and relpages 0 (18), and is measured.
     SELECT i.indrelid AS oid, count(*) AS n,
-           (sum(CASE WHEN m.bytes = 0 AND m.reltuples < 0 AND c.reltuples >= 0
+           (sum(CASE WHEN NOT %(measure)s
+                          OR (m.bytes = 0 AND m.reltuples < 0 AND c.reltuples >= 0)
                      THEN c.relpages::bigint * (SELECT current_setting('block_size')::bigint)
                      ELSE pg_relation_size(i.indexrelid) END)
-                FILTER (WHERE l.oid IS NULL))::bigint AS bytes,
-           bool_or(l.oid IS NOT NULL) AS any_locked
+                FILTER (WHERE l.oid IS NULL OR NOT %(measure)s))::bigint AS bytes,
+           bool_or(l.oid IS NOT NULL AND %(measure)s) AS any_locked
       FROM pg_index i
       JOIN measured m ON m.oid = i.indrelid
       JOIN pg_class c ON c.oid = i.indexrelid
