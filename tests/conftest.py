@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -148,3 +149,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env=(os.environ | {"COLUMNS": "160"}) | (env or {}),
         timeout=120,
     )
+
+
+def wait_for_counts(dsn: str, table: str, column: str, at_least: int) -> None:
+    """Statistics reach shared memory asynchronously: poll until they show the work."""
+    query = sql.SQL("SELECT {} FROM pg_stat_user_tables WHERE relname = {}").format(
+        sql.Identifier(column), sql.Literal(table)
+    )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute(query).fetchone()
+        if row and row[0] >= at_least:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{table}.{column} never reached {at_least}")

@@ -5,13 +5,11 @@ tables past their analyze threshold."""
 
 from __future__ import annotations
 
-import time
-
 import psycopg
 import pytest
 from psycopg import sql
 
-from conftest import execute, xmin_holder
+from conftest import execute, wait_for_counts, xmin_holder
 from vacuumlab.advise import advise
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.estimate import relation_rates
@@ -32,21 +30,6 @@ def snap(dsn: str) -> Snapshot:
 def heap(snapshot: Snapshot, name: str) -> Relation:
     [rel] = [t.heap for t in snapshot.tables if t.heap.name == name]
     return rel
-
-
-def wait_for_counts(dsn: str, table: str, column: str, at_least: int) -> None:
-    """Statistics reach shared memory asynchronously: poll until they show the work."""
-    query = sql.SQL("SELECT {} FROM pg_stat_user_tables WHERE relname = {}").format(
-        sql.Identifier(column), sql.Literal(table)
-    )
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with psycopg.connect(dsn) as conn:
-            row = conn.execute(query).fetchone()
-        if row and row[0] >= at_least:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{table}.{column} never reached {at_least}")
 
 
 def test_stored_booleans_read_as_postgresql_reads_them(embedded_database: str) -> None:

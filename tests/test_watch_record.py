@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from advise_fixtures import T0
-from conftest import execute, run_cli
+from conftest import execute, run_cli, wait_for_counts
 from test_watch_cli import slow_vacuum, watching
 from vacuumlab.report import RENDERERS
 from vacuumlab.report.watch.timeline import Span, timeline
@@ -36,14 +36,17 @@ def test_refreshes_become_points_with_their_snapshot_and_the_report_draws_them(
         refreshes.append(found)
 
     with slow_vacuum(embedded_database) as pid:
-        execute(embedded_database, "CREATE TABLE churn (id int)")
-        for rows in (100, 300):  # 100, then 400 dead tuples
+        execute(
+            embedded_database,
+            "CREATE TABLE churn (id int) WITH (autovacuum_enabled = off)",  # VACUUM comes later
+        )
+        for rows, dead in ((100, 100), (300, 400)):
             execute(
                 embedded_database,
                 f"INSERT INTO churn SELECT generate_series(1, {rows})",
                 "DELETE FROM churn",
             )
-            time.sleep(1.2)  # statistics are flushed about once a second
+            wait_for_counts(embedded_database, "churn", "n_dead_tup", dead)
             refresh()
         refresh()
     # What Source hands out when it cannot read the server.
@@ -168,7 +171,7 @@ def test_simulate_replays_a_recorded_period(embedded_database: str, tmp_path: Pa
         "INSERT INTO replayed SELECT generate_series(1, 600)",
         "DELETE FROM replayed",
     )
-    time.sleep(1.2)  # statistics are flushed about once a second
+    wait_for_counts(embedded_database, "replayed", "n_dead_tup", 600)
     recorder.append(source.refresh())
     source.close()
     recorder.close()

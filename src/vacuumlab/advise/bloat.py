@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_table, label
 from vacuumlab.model import thresholds as th
@@ -110,15 +111,20 @@ def _relation(ctx: Context, table: Table, rel: Relation, t: Thresholds | None) -
     else:
         return None
     large = share > LARGE_SHARE and share * size > LARGE_BYTES
-    recommendations = _more_often(ctx, table, rel, t) if large else []
-    severity: Severity = "warning" if large else "info"
+    # A holder that counts keeps every dead row newer than it: vacuuming more often removes
+    # none of them, and the horizon question says what to do (GetOldestNonRemovableTransactionId
+    # in procarray.c). The bloat is shown, at info, without a setting to change.
+    held = large and horizon.held(ctx)
+    recommendations = _more_often(ctx, table, rel, t) if large and not held else []
+    severity: Severity = "warning" if large and not held else "info"
     name = label(rel, table.heap)
+    detail = _detail(est, m, t, large=large, fillfactor=fillfactor)
     return Finding(
         question="bloat",
         severity=severity,
         relation=name,
         title=_title(est, m, share, size),
-        detail=_detail(est, m, t, large=large, fillfactor=fillfactor),
+        detail=detail + (f" {horizon.HELD_BACK}" if held else ""),
         evidence=_evidence(est, m, share, fillfactor),
         recommendations=recommendations,
     )
