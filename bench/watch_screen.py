@@ -41,8 +41,8 @@ from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.store import Store
 from vacuumlab.watch.record import Recorder
 from vacuumlab.watch.source import Refresh, Source
+from watch_refresh import touch_some
 
-ACTIVE_SHARE = 0.02
 SIZE = (200, 50)
 REFRESH_GOAL_S = 2.0
 KEY_GOAL_S = 0.1
@@ -59,27 +59,6 @@ class Figures:
     record_bytes: int
     statements: int
     relations: int
-
-
-def touch_some(dsn: str, count: int, round_: int) -> None:
-    """Insert into and delete from every fiftieth table, then let the statistics flush."""
-    step = max(int(1 / ACTIVE_SHARE), 1)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL(
-                "DO $$ BEGIN FOR i IN 1..{} BY {} LOOP "
-                "EXECUTE format('INSERT INTO t%s SELECT g, ''x'' "
-                "FROM generate_series({}, {}) g', i); "
-                "EXECUTE format('DELETE FROM t%s WHERE id %% 3 = 0', i); "
-                "END LOOP; END $$"
-            ).format(
-                sql.Literal(count),
-                sql.Literal(step),
-                sql.Literal(round_ * 100 + 1),
-                sql.Literal(round_ * 100 + 100),
-            )
-        )
-    time.sleep(1.2)  # backends flush their counts about once a second
 
 
 async def timed(pilot: Pilot[None], act: Callable[[], Awaitable[None] | None]) -> float:
