@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 
-from snapshot_scale import against, create_tables, statements_line, tagged_calls
+from snapshot_scale import against, statements_line, table_database, tagged_calls
 from vacuumlab.advise import advise
 from vacuumlab.collect.advice import TIMEOUTS, collect_advice
 from vacuumlab.collect.snapshot import collect
@@ -54,14 +53,7 @@ class Result:
 
 def prepare(sandbox: Sandbox, count: int) -> str:
     """A database of `count` tables with pg_stat_statements; its DSN."""
-    name = f"advise_{count}"
-    with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    dsn = sandbox.dsn_for(name)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION pg_stat_statements")
-    create_tables(dsn, count)
-    return dsn
+    return table_database(sandbox, f"advise_{count}", count)
 
 
 def measure(dsn: str, count: int, repeat: int) -> Result:

@@ -59,6 +59,17 @@ def create_tables(dsn: str, count: int) -> None:
             )
 
 
+def table_database(sandbox: Sandbox, name: str, count: int) -> str:
+    """A database ``name`` of ``count`` tables, with pg_stat_statements; its DSN."""
+    with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    dsn = sandbox.dsn_for(name)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+    create_tables(dsn, count)
+    return dsn
+
+
 def tagged_calls(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
@@ -97,13 +108,7 @@ def main() -> None:
     ):
         rows = []
         for count in args.tables:
-            name = f"bench_{count}"
-            with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            dsn = sandbox.dsn_for(name)
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION pg_stat_statements")
-            create_tables(dsn, count)
+            dsn = table_database(sandbox, f"bench_{count}", count)
             if args.vacuum:
                 with psycopg.connect(dsn, autocommit=True) as conn:
                     conn.execute("VACUUM (ANALYZE)")

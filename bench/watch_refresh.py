@@ -28,7 +28,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from psycopg import sql
 
-from snapshot_scale import create_tables
+from snapshot_scale import table_database
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.live import LiveView
 from vacuumlab.watch.metrics import Scrape, families
@@ -188,13 +188,7 @@ def main() -> None:
         Sandbox.start(Path(tmp) / "sandbox") as sandbox,
     ):
         for count in args.tables:
-            name = f"watch_{count}"
-            with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            dsn = sandbox.dsn_for(name)
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION pg_stat_statements")
-            create_tables(dsn, count)
+            dsn = table_database(sandbox, f"watch_{count}", count)
             rows.append((count, measure(dsn, count, args.repeat)))
     report(rows)
 

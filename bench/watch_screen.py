@@ -31,11 +31,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
 from textual.pilot import Pilot
 
-from snapshot_scale import create_tables
+from snapshot_scale import table_database
 from vacuumlab.cli.watch_app import WatchApp
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.store import Store
@@ -173,11 +171,7 @@ def main() -> None:
         Sandbox.start(Path(tmp) / "sandbox") as sandbox,
     ):
         for count in args.tables:
-            name = f"bench_{count}"
-            with psycopg.connect(sandbox.dsn, autocommit=True) as conn:
-                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            dsn = sandbox.dsn_for(name)
-            create_tables(dsn, count)
+            dsn = table_database(sandbox, f"bench_{count}", count)
             rows.append((count, measure(dsn, count, args.repeat, Path(tmp))))
     print(
         f"{'tables':>8} {'relations':>9} {'refresh s':>9} {'draw s':>7} {'sort s':>7} "
