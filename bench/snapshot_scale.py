@@ -8,7 +8,9 @@ the snapshot asks one query per probe, whatever the number of tables. The count 
 from vacuumlab's own session counter and from pg_stat_statements (queries tagged vacuumlab).
 With ``--vacuum`` the tables are vacuumed and analysed first, as a database's tables are once
 autovacuum has been round: the snapshot then measures every relation's size, where it takes
-the indexes of a table that no vacuum has seen from pg_class.
+the indexes of a table that no vacuum has seen from pg_class. Each snapshot is taken twice in
+turn: sizing relations from their files (pg_stat_file(), as the bench's superuser may) and
+by pg_relation_size() (as a role without that grant), and the ratio printed.
 
     make bench          or          .venv/bin/python bench/snapshot_scale.py [--tables 1000 10000]
 """
@@ -81,11 +83,14 @@ def tagged_calls(dsn: str) -> int:
         return int(row[0])
 
 
-def measure(dsn: str) -> tuple[float, int, int, int]:
-    """Median seconds, statements by our counter, by pg_stat_statements, tables seen."""
+def measure(dsn: str) -> tuple[float, int, int, int, float]:
+    """Median seconds, statements by our counter, by pg_stat_statements, tables seen; and the
+    median seconds of the same snapshot sizing by pg_relation_size() instead of the files,
+    taken in turn with it (as a role without pg_stat_file() would)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")
     times, counts, tables = [], [], 0
+    opened: list[float] = []
     for _ in range(REPEAT):
         start = time.perf_counter()
         with connect(dsn, application_name="vacuumlab-bench") as session:
@@ -93,8 +98,19 @@ def measure(dsn: str) -> tuple[float, int, int, int]:
             counts.append(session.statements)
         times.append(time.perf_counter() - start)
         tables = len(snap.tables)
+        start = time.perf_counter()
+        with connect(dsn, application_name="vacuumlab-bench-opened") as session:
+            session.info = session.info.model_copy(update={"can_stat_files": False})
+            collect(session)
+        opened.append(time.perf_counter() - start)
     assert len(set(counts)) == 1
-    return statistics.median(times), counts[0], tagged_calls(dsn) // REPEAT, tables
+    return (
+        statistics.median(times),
+        counts[0],
+        tagged_calls(dsn) // (2 * REPEAT),
+        tables,
+        statistics.median(opened),
+    )
 
 
 def main() -> None:
@@ -115,16 +131,24 @@ def main() -> None:
             rows.append((count, *measure(dsn)))
     print(
         f"{'tables':>8} {'seen':>8} {'median s':>9} {'statements':>11} {'pg_stat_statements':>19}"
+        f" {'opened s':>9} {'ratio':>6}"
     )
-    for count, seconds, statements, tagged, seen in rows:
-        print(f"{count:>8} {seen:>8} {seconds:>9.3f} {statements:>11} {tagged:>19}")
+    for count, seconds, statements, tagged, seen, opened in rows:
+        print(
+            f"{count:>8} {seen:>8} {seconds:>9.3f} {statements:>11} {tagged:>19}"
+            f" {opened:>9.3f} {opened / seconds:>5.2f}x"
+        )
+    print(
+        "opened s: the same snapshot sizing each relation by pg_relation_size(), as a role"
+        " that may not call pg_stat_file() does; ratio: opened / files, in turn in this run"
+    )
     first, last = rows[0], rows[-1]
     print(f"time ratio {last[0]:,}/{first[0]:,} tables: {last[1] / first[1]:.1f}x")
     for count, seconds, *_ in rows:
         print(against("snapshot", count, seconds, SNAPSHOT_GOAL_S))
     print(statements_line({count: statements for count, _, statements, *_ in rows}))
     print(
-        statements_line({count: tagged for count, _, _, tagged, _ in rows})
+        statements_line({count: tagged for count, _, _, tagged, *_ in rows})
         + " by pg_stat_statements"
     )
 

@@ -186,19 +186,40 @@ SIZED = (
     "CREATE TABLE truncated (id int PRIMARY KEY, body text) WITH (autovacuum_enabled = off)",
     "INSERT INTO truncated SELECT i, repeat(md5(i::text), 200) FROM generate_series(1, 100) i",
     "TRUNCATE truncated",
+    # Unlogged: its main fork where a logged table's is, and an init fork beside it.
+    "CREATE UNLOGGED TABLE unlogged (id int PRIMARY KEY, body text)",
+    "INSERT INTO unlogged SELECT i, repeat(md5(i::text), 100) FROM generate_series(1, 300) i",
+    # Rewritten: a new relfilenode for the heap, its TOAST relation and its index.
+    "CREATE TABLE rewritten (id int PRIMARY KEY, body text) WITH (autovacuum_enabled = off)",
+    "INSERT INTO rewritten SELECT i, repeat(md5(i::text), 100) FROM generate_series(1, 300) i",
+    "DELETE FROM rewritten WHERE id % 2 = 0",
+    "VACUUM FULL rewritten",
 )
 
 
-def test_sizes_are_postgresqls_own(database: str) -> None:
+@pytest.mark.parametrize("by_file", [True, False], ids=["pg_stat_file", "pg_relation_size"])
+def test_sizes_are_postgresqls_own(database: str, by_file: bool) -> None:
+    """Both ways of measuring (pg/queries/fragments/) give pg_relation_size()'s figures."""
     execute(database, *SIZED)
     with psycopg.connect(database) as conn:
+        # Main forks, as heap_bytes and index_bytes count (pg_indexes_size() adds the other
+        # forks: an unlogged index's init fork, an index's free space map).
         rows = conn.execute(
-            "SELECT c.relname, pg_relation_size(c.oid), pg_indexes_size(c.oid),"
-            " pg_relation_size(c.reltoastrelid), pg_indexes_size(c.reltoastrelid)"
-            " FROM pg_class c WHERE c.relname IN"
-            " ('fresh', 'written', 'rolled_back', 'emptied', 'truncated')"
+            "WITH ix AS (SELECT indrelid, sum(pg_relation_size(indexrelid))::bigint AS bytes"
+            " FROM pg_index GROUP BY indrelid)"
+            " SELECT c.relname, pg_relation_size(c.oid), coalesce(i.bytes, 0),"
+            " pg_relation_size(c.reltoastrelid), coalesce(ti.bytes, 0)"
+            " FROM pg_class c LEFT JOIN ix i ON i.indrelid = c.oid"
+            " LEFT JOIN ix ti ON ti.indrelid = c.reltoastrelid"
+            " WHERE c.relname IN ('fresh', 'written', 'rolled_back',"
+            " 'emptied', 'truncated', 'unlogged', 'rewritten')"
         ).fetchall()
-    tables = {t.heap.name: t for t in snapshot_of(database).tables}
+    with connect(database) as session:
+        assert session.info.can_stat_files  # these tests connect as a superuser
+        session.info = session.info.model_copy(update={"can_stat_files": by_file})
+        snap = collect(session)
+    assert len(rows) == 7
+    tables = {t.heap.name: t for t in snap.tables}
     for name, heap, indexes, toast, toast_indexes in rows:
         t = tables[name]
         assert (t.heap.heap_bytes, t.heap.index_bytes) == (heap, indexes), name
@@ -212,6 +233,7 @@ def test_sizes_are_postgresqls_own(database: str) -> None:
     assert tables["rolled_back"].heap.heap_bytes > 0  # type: ignore[operator]
     assert tables["emptied"].heap.heap_bytes == 0
     assert tables["emptied"].heap.index_bytes > block  # type: ignore[operator]
+    assert tables["unlogged"].heap.heap_bytes > 0 < tables["rewritten"].heap.heap_bytes  # type: ignore[operator]
 
 
 def test_snapshot_session_is_read_only(database: str) -> None:
@@ -244,6 +266,41 @@ def test_a_probe_without_privilege_is_turned_off_with_a_note(embedded_database: 
     assert "pg_read_all_stats" in notes["backends"].reason
     assert [t.heap.name for t in snap.tables] == ["visible"]  # the other probes went on
     assert snap.settings
+    assert not snap.server.can_stat_files
+
+
+def test_a_role_granted_pg_stat_file_sizes_from_the_files(embedded_database: str) -> None:
+    """can_stat_files follows the grant, and the sizes come out the same either way."""
+    role = f"vl_files_{uuid.uuid4().hex[:6]}"
+    ident = sql.Identifier(role)
+    execute(
+        embedded_database,
+        sql.SQL("CREATE ROLE {} LOGIN IN ROLE pg_monitor").format(ident),
+        "CREATE TABLE filled (id int PRIMARY KEY, body text)",
+        "INSERT INTO filled SELECT i, repeat(md5(i::text), 100) FROM generate_series(1, 500) i",
+        sql.SQL("GRANT SELECT ON filled TO {}").format(ident),
+    )
+    dsn = make_conninfo(embedded_database, user=role)
+    try:
+        before = snapshot_of(dsn)
+        execute(
+            embedded_database,
+            sql.SQL("GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO {}").format(ident),
+        )
+        after = snapshot_of(dsn)
+    finally:
+        execute(
+            embedded_database,
+            sql.SQL("DROP OWNED BY {}").format(ident),
+            sql.SQL("DROP ROLE {}").format(ident),
+        )
+    assert (before.server.can_stat_files, after.server.can_stat_files) == (False, True)
+    sizes = [
+        [(t.heap.heap_bytes, t.heap.index_bytes, t.heap.toast_bytes) for t in snap.tables]
+        for snap in (before, after)
+    ]
+    assert sizes[0] == sizes[1]
+    assert sizes[0][0][0] > 0  # type: ignore[operator]
 
 
 WEIRD_NAMES = (
@@ -343,10 +400,27 @@ def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
                 if "{schema}" in text:  # an extension's view: tests/test_pg_probes.py
                     continue
                 params = {k: v for k, v in PARAMS.items() if f"%({k})s" in text} or None
-                try:
-                    session.query(text, dict, params)  # type: ignore[arg-type]
-                except errors.UndefinedColumn:
-                    assert v != max(usable), f"{name} for {v} fails on {version}"
+                for statement in with_fragments(text):
+                    try:
+                        session.query(statement, dict, params)  # type: ignore[arg-type]
+                    except errors.UndefinedColumn:
+                        assert v != max(usable), f"{name} for {v} fails on {version}"
+
+
+def with_fragments(text: str) -> list[sql.Composable | str]:
+    """``text`` with each of its ways to measure filled in (pg/queries/fragments/)."""
+    if "{heap_bytes}" not in text:
+        return [text]
+    out: list[sql.Composable | str] = []
+    for name in ("relation_bytes", "file_bytes"):
+        size = sql.SQL(queries.fragment(name))
+        out.append(
+            sql.SQL(text).format(
+                heap_bytes=size.format(rel=sql.Identifier("r")),
+                index_bytes=size.format(rel=sql.Identifier("c")),
+            )
+        )
+    return out
 
 
 def test_own_queries_are_tagged_in_pg_stat_statements(embedded_database: str) -> None:

@@ -13,11 +13,12 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 import psycopg
-from psycopg import errors
+from psycopg import errors, sql
 
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
+from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, VersionTooOld, first_line, list_of
 from vacuumlab.records import snapshot as m
 
@@ -75,8 +76,12 @@ def _collect(session: Session, sizes: Sizes, kept: Kept | None) -> m.Snapshot:
         params = {"measure": sizes == "measured"} if probe.sized else None
         rows: list[Any]
         try:
-            if probe.sized and kept is not None:
-                rows = kept.relations(*session.fetch_rows(probe.query, params))
+            if probe.sized:
+                text = sized_query(session, probe.query, sizes)
+                if kept is not None:
+                    rows = kept.relations(*session.rows(text, params))
+                else:
+                    rows = session.query(text, probe.record, params)
             else:
                 rows = session.fetch(probe.query, probe.record, params)
         except VacuumlabError as exc:
@@ -97,6 +102,23 @@ def _collect(session: Session, sizes: Sizes, kept: Kept | None) -> m.Snapshot:
         sizes=sizes,
         notes=notes,
         **values,
+    )
+
+
+def sized_query(session: Session, name: str, sizes: Sizes) -> sql.Composed:
+    """Question ``name`` (the tables) with its ``{heap_bytes}`` and ``{index_bytes}`` filled in:
+    read from the files (pg/queries/fragments/file_bytes.sql) when the sizes are measured and
+    the role may call pg_stat_file(), else by pg_relation_size(). At 10,000 tables and as
+    many TOAST relations, in a new session, the files take about a third of the server time
+    pg_relation_size() does (bench/snapshot_scale.py)."""
+    text = queries.get(name, session.info.version_num)
+    if text is None:
+        raise VersionTooOld(name, session.info.version_num)
+    by_file = sizes == "measured" and session.info.can_stat_files
+    size = sql.SQL(queries.fragment("file_bytes" if by_file else "relation_bytes"))
+    return sql.SQL(text).format(
+        heap_bytes=size.format(rel=sql.Identifier("r")),
+        index_bytes=size.format(rel=sql.Identifier("c")),
     )
 
 

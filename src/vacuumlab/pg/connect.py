@@ -56,16 +56,11 @@ class Session:
             raise VersionTooOld(name, self.info.version_num)
         return self.query(text, record, params)
 
-    def fetch_rows(
-        self, name: str, params: Params = None
-    ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Question ``name``'s column names and rows as the server sent them (tuples)."""
-        text = queries.get(name, self.info.version_num)
-        if text is None:
-            raise VersionTooOld(name, self.info.version_num)
+    def rows(self, query: Query, params: Params = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """A statement's column names and rows as the server sent them (tuples)."""
         with self.conn.cursor() as cur:
             self.statements += 1
-            cur.execute(text, params)
+            cur.execute(query, params)
             names = [column.name for column in cur.description or ()]
             return names, cur.fetchall()
 

@@ -50,6 +50,11 @@ class ServerInfo(Record):
     can_read_all_stats: bool = Field(
         description="superuser or member of pg_read_all_stats (pg_monitor includes it)"
     )
+    can_stat_files: bool = Field(
+        default=False,
+        description="may call pg_stat_file() (superusers; others by GRANT EXECUTE): the "
+        "snapshot then sizes relations from their files without opening them",
+    )
     extensions: frozenset[str]
     #: ``view.column`` for the statistics views and catalogs vacuumlab reads.
     columns: frozenset[str]

@@ -6,7 +6,10 @@ server's ``server_version_num`` and tags the text (:func:`tag`) so vacuumlab's o
 told apart in ``pg_stat_statements`` and ``pg_stat_activity``.
 
 A file that reads an extension's view writes ``{schema}`` where the extension's schema goes;
-:func:`vacuumlab.collect.probes.fetch_in_schema` fills it in as an identifier.
+:func:`vacuumlab.collect.probes.fetch_in_schema` fills it in as an identifier. A file may also
+leave an expression to its caller, in braces, from ``fragments/`` (:func:`fragment`): the
+tables question takes the way it measures sizes so, because a role that may not call a
+function cannot run a statement that names it, even in a branch it never takes.
 """
 
 from __future__ import annotations
@@ -58,6 +61,16 @@ def get(name: str, server_version_num: int) -> str | None:
     if not usable:
         return None
     return tag(_text(_versions(name)[max(usable)]), name)
+
+
+def fragment(name: str) -> str:
+    """The SQL expression in ``fragments/<name>.sql``, its leading comment left out (it is
+    spliced into a statement, and pg_stat_statements keeps the statement's text)."""
+    try:
+        text = _text(f"fragments/{name}.sql")
+    except FileNotFoundError:
+        raise VacuumlabError(f"internal: no SQL fragment {name!r}") from None
+    return "\n".join(line for line in text.splitlines() if not line.startswith("--")).strip()
 
 
 def tag(text: str, name: str) -> str:

@@ -7,6 +7,8 @@ SELECT current_setting('server_version_num')::int AS version_num,
        pg_is_in_recovery() AS in_recovery,
        current_setting('block_size')::int AS block_size,
        pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') AS can_read_all_stats,
+       has_function_privilege('pg_catalog.pg_stat_file(text, boolean)', 'EXECUTE')
+           AS can_stat_files,
        ARRAY(SELECT extname::text FROM pg_extension) AS extensions,
        ARRAY(SELECT c.relname || '.' || a.attname
                FROM pg_attribute a

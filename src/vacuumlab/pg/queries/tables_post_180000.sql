@@ -8,6 +8,10 @@
 -- opened. pg_relation_size() on 40,000 relations is most of this query's time, and
 -- autovacuum itself decides from pg_class and the statistics alone
 -- (relation_needs_vacanalyze() in autovacuum.c).
+--
+-- The two expressions in braces measure relation r and index c: collect/snapshot.py fills
+-- them in from queries/fragments/, pg_relation_size() or, for a role allowed to call
+-- pg_stat_file(), the size of the relation's file read without opening it (file_bytes.sql).
 WITH locked AS (
     -- Sizing a relation takes ACCESS SHARE; skip those held in ACCESS EXCLUSIVE rather than wait.
     SELECT DISTINCT relation AS oid
@@ -15,7 +19,7 @@ WITH locked AS (
      WHERE locktype = 'relation' AND mode = 'AccessExclusiveLock' AND granted
        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 ), heaps AS (
-    SELECT c.oid, c.reltoastrelid, c.reltuples, c.relpages
+    SELECT c.oid, c.reltoastrelid, c.reltuples, c.relpages, c.relfilenode, c.reltablespace
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
@@ -24,10 +28,11 @@ WITH locked AS (
 ), measured AS (
     SELECT r.oid, r.toast_of, r.reltuples,
            CASE WHEN NOT %(measure)s THEN r.relpages::bigint * (SELECT current_setting('block_size')::bigint)
-                WHEN l.oid IS NULL THEN pg_relation_size(r.oid) END AS bytes
-      FROM (SELECT oid, NULL::oid AS toast_of, reltuples, relpages FROM heaps
+                WHEN l.oid IS NULL THEN {heap_bytes} END AS bytes
+      FROM (SELECT oid, NULL::oid AS toast_of, reltuples, relpages, relfilenode, reltablespace
+              FROM heaps
             UNION ALL
-            SELECT t.oid, h.oid, t.reltuples, t.relpages
+            SELECT t.oid, h.oid, t.reltuples, t.relpages, t.relfilenode, t.reltablespace
               FROM heaps h
               JOIN pg_class t ON t.oid = h.reltoastrelid) AS r
       LEFT JOIN locked l ON l.oid = r.oid
@@ -44,7 +49,7 @@ WITH locked AS (
            (sum(CASE WHEN NOT %(measure)s
                           OR (m.bytes = 0 AND m.reltuples < 0 AND c.reltuples >= 0)
                      THEN c.relpages::bigint * (SELECT current_setting('block_size')::bigint)
-                     ELSE pg_relation_size(i.indexrelid) END)
+                     ELSE {index_bytes} END)
                 FILTER (WHERE l.oid IS NULL OR NOT %(measure)s))::bigint AS bytes,
            bool_or(l.oid IS NOT NULL AND %(measure)s) AS any_locked
       FROM pg_index i
