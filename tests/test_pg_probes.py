@@ -4,6 +4,7 @@ back as its record."""
 from __future__ import annotations
 
 from psycopg import sql
+from pydantic import BaseModel, Field, field_validator
 
 from conftest import execute
 from vacuumlab.collect import probes
@@ -97,3 +98,36 @@ def test_extension_views_are_read_in_their_schema(embedded_database: str) -> Non
     assert vm.all_frozen <= vm.all_visible
     assert rows
     assert all(r.calls >= 1 and r.toplevel for r in rows)
+
+
+class _Options(BaseModel):
+    options: dict[str, str]
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _pairs(cls, value: object) -> object:
+        """A text[] of ``name=value`` reads as a mapping, as Relation.reloptions does."""
+        return dict(str(o).partition("=")[::2] for o in value) if isinstance(value, list) else value
+
+
+class _Plain(_Options):
+    klass: int
+    hidden: str
+
+
+class _Odd(_Options):
+    """Columns that cannot be a named tuple's fields: a keyword and a leading underscore."""
+
+    klass: int = Field(alias="class")
+    hidden: str = Field(alias="_hidden")
+
+
+def test_rows_become_records_whatever_their_column_names(embedded_database: str) -> None:
+    """Records come from named tuples of a row's columns, or from dicts where the names cannot
+    be a tuple's fields; both ways give the same records, field validators included."""
+    statement = "SELECT 7 AS {}, 'x' AS {}, '{{a=1,b==2}}'::text[] AS options"
+    with connect(embedded_database) as session:
+        odd = session.query(statement.format('"class"', '"_hidden"'), _Odd)
+        plain = session.query(statement.format("klass", "hidden"), _Plain)
+    want = (7, "x", {"a": "1", "b": "=2"})
+    assert [(r.klass, r.hidden, r.options) for r in odd + plain] == [want, want]

@@ -12,7 +12,7 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conftest import execute, xmin_holder
-from vacuumlab.collect.snapshot import PROBES, collect
+from vacuumlab.collect.snapshot import PROBES, collect, with_sizes
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
@@ -411,16 +411,7 @@ def with_fragments(text: str) -> list[sql.Composable | str]:
     """``text`` with each of its ways to measure filled in (pg/queries/fragments/)."""
     if "{heap_bytes}" not in text:
         return [text]
-    out: list[sql.Composable | str] = []
-    for name in ("relation_bytes", "file_bytes"):
-        size = sql.SQL(queries.fragment(name))
-        out.append(
-            sql.SQL(text).format(
-                heap_bytes=size.format(rel=sql.Identifier("r")),
-                index_bytes=size.format(rel=sql.Identifier("c")),
-            )
-        )
-    return out
+    return [with_sizes(text, by_file=by_file) for by_file in (True, False)]
 
 
 def test_own_queries_are_tagged_in_pg_stat_statements(embedded_database: str) -> None:

@@ -9,7 +9,7 @@ import psycopg
 
 from conftest import execute
 from test_snapshot import SIZED
-from vacuumlab.collect.snapshot import Kept, collect
+from vacuumlab.collect.snapshot import Kept, collect, with_sizes
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
 from vacuumlab.records.snapshot import Snapshot
@@ -116,8 +116,10 @@ def test_every_tables_file_estimates(embedded_database: str) -> None:
     with connect(embedded_database) as session:
         found = {
             v: session.query(
-                queries._text(queries._catalog()["tables"][v]), dict, {"measure": False}
-            )  # type: ignore[arg-type]
+                with_sizes(queries._text(queries._catalog()["tables"][v]), by_file=False),
+                dict,  # type: ignore[arg-type]
+                {"measure": False},
+            )
             for v in queries.versions("tables")
         }
     assert len(found) == 3

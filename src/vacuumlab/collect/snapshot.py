@@ -19,7 +19,7 @@ from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
 from vacuumlab.pg import queries
-from vacuumlab.pg.connect import Session, VersionTooOld, first_line, list_of
+from vacuumlab.pg.connect import Session, VersionTooOld, first_line, records_of
 from vacuumlab.records import snapshot as m
 
 
@@ -114,7 +114,11 @@ def sized_query(session: Session, name: str, sizes: Sizes) -> sql.Composed:
     text = queries.get(name, session.info.version_num)
     if text is None:
         raise VersionTooOld(name, session.info.version_num)
-    by_file = sizes == "measured" and session.info.can_stat_files
+    return with_sizes(text, by_file=sizes == "measured" and session.info.can_stat_files)
+
+
+def with_sizes(text: str, *, by_file: bool) -> sql.Composed:
+    """A tables query's text with its two size expressions filled in (see sized_query)."""
     size = sql.SQL(queries.fragment("file_bytes" if by_file else "relation_bytes"))
     return sql.SQL(text).format(
         heap_bytes=size.format(rel=sql.Identifier("r")),
@@ -154,9 +158,7 @@ class Kept:
             if (rel.frozenxid_age, rel.minmxid_age) != row[cut:]:
                 rel = _with_ages(rel, row[cut:])
             found.append(rel)
-        made = list_of(m.Relation).validate_python(
-            [dict(zip(names, rows[i], strict=True)) for i in fresh]
-        )
+        made = records_of(m.Relation, names, [rows[i] for i in fresh])
         for i, rel in zip(fresh, made, strict=True):
             found[i] = rel
         done = [rel for rel in found if rel is not None]

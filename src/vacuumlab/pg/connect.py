@@ -9,8 +9,10 @@ transaction read-only, so a bug cannot write to a user's database.
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Self, TypeVar
 
 import psycopg
@@ -73,15 +75,11 @@ class Session:
             return cur.fetchall()
 
     def _validated(self, query: Query, record: type[T], params: Params) -> list[T]:
-        """Rows become pydantic records, each from a mapping of its columns (half the cost of
-        ``class_row``'s keyword call), all validated in one call rather than one per row (a
-        sixth less again at 20,000 relations)."""
         with self.conn.cursor() as cur:
             self.statements += 1
             cur.execute(query, params)
             names = [column.name for column in cur.description or ()]
-            rows = [dict(zip(names, values, strict=True)) for values in cur.fetchall()]
-        return list_of(record).validate_python(rows)
+            return records_of(record, names, cur.fetchall())
 
     def execute(self, query: Query, params: Params = None) -> None:
         self.statements += 1
@@ -113,6 +111,27 @@ def list_of(record: type[T]) -> TypeAdapter[list[T]]:
     if adapter is None:
         adapter = _LISTS[record] = TypeAdapter(list[record])  # type: ignore[valid-type]
     return adapter
+
+
+def records_of(record: type[T], names: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> list[T]:
+    """Rows of columns ``names`` as pydantic records, all validated in one call rather than one
+    per row. Each row is read by attribute from a named tuple of its columns: at 20,000
+    relations that costs about two thirds of building a dict per row to validate (and the
+    dicts half of ``class_row``'s keyword call). Columns that cannot name a tuple's fields
+    (none of vacuumlab's own) go by dict."""
+    row_type = _row_type(tuple(names))
+    if row_type is None:
+        return list_of(record).validate_python([dict(zip(names, row, strict=True)) for row in rows])
+    return list_of(record).validate_python(list(map(row_type._make, rows)), from_attributes=True)
+
+
+@cache
+def _row_type(names: tuple[str, ...]) -> Any:
+    """A named tuple type with fields ``names``, or None where they cannot be its fields."""
+    try:
+        return namedtuple("Row", names)
+    except ValueError:
+        return None
 
 
 class VersionTooOld(VacuumlabError):
