@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, Literal
 
 import psycopg
@@ -208,6 +209,12 @@ def assemble_tables(rows: Iterable[m.Relation]) -> list[m.Table]:
     """Pair each heap with its TOAST relation (rows of both kinds come in one list); tables
     in ``schema.name`` order. The query leaves the order to us: names compare as PostgreSQL's
     ``name`` type does (collation "C", byte order, which UTF-8 shares with code points)."""
-    rows = sorted(rows, key=lambda row: (row.schema_name, row.name))
-    toasts = {row.toast_of: row for row in rows if row.toast_of is not None}
-    return [m.Table(heap=row, toast=toasts.get(row.oid)) for row in rows if row.toast_of is None]
+    heaps: list[m.Relation] = []
+    toasts: dict[int, m.Relation] = {}
+    for row in rows:
+        if row.toast_of is None:
+            heaps.append(row)
+        else:
+            toasts[row.toast_of] = row
+    heaps.sort(key=attrgetter("schema_name", "name"))
+    return [m.Table(heap=heap, toast=toasts.get(heap.oid)) for heap in heaps]
