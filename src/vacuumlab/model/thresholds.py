@@ -275,9 +275,9 @@ def standings(
         heap, toast = table.heap, table.toast
         for rel in (heap, toast) if toast is not None else (heap,):
             options = rel.reloptions if rel is heap else rel.reloptions or heap.reloptions
-            key = frozenset(options.items()) if options else _NONE
-            hit = merged.get(key)
+            hit = merged.get(frozenset(options.items()) if options else _NONE)
             if hit is None:
+                key = frozenset(options.items()) if options else _NONE
                 e = effective(server, options, version_num=version_num)
                 cap = e.vacuum_max_threshold
                 insert_base = e.insert_threshold

@@ -176,8 +176,11 @@ def survey(now: Now, horizon_s: float, pick: Pick) -> Survey:
             oldest_mxid, found.oldest_mxid = mxid_age, standing
         if simulated and (
             due
-            or _gathering(earlier.get(oid), rel, seconds, taken_at)
             or xid_age + reach > settings.freeze.xid
+            or (
+                (before := earlier.get(oid)) is not None
+                and _gathering(before, rel, seconds, taken_at)
+            )
         ):
             moving.add(table.heap.oid)
         if not schemas or table.heap.schema_name in schemas:
@@ -357,14 +360,19 @@ def _only(snapshot: Snapshot, heaps: set[int]) -> Snapshot:
     )
 
 
-def _gathering(
-    before: Relation | None, after: Relation, seconds: float, taken_at: datetime
-) -> bool:
+def _gathering(before: Relation, after: Relation, seconds: float, taken_at: datetime) -> bool:
     """Whether the relation gathered dead tuples or inserts since ``before``: it may pass a
     threshold within the window (with being due now, or ``reach`` transaction ids from its
     freeze limit: survey())."""
-    if before is None:
-        return False
+    if (
+        after.n_dead_tup == before.n_dead_tup
+        and after.n_tup_ins == before.n_tup_ins
+        and after.n_dead_tup is not None
+        and after.n_tup_ins is not None
+        and after.vacuum_count == before.vacuum_count
+        and after.autovacuum_count == before.autovacuum_count
+    ):
+        return False  # rates.between() gives none of either: most relations, at each refresh
     rate = rates.between(before, after, seconds, taken_at)
     return rate is not None and (
         (rate.dead_per_second or 0) > 0 or (rate.inserts_per_second or 0) > 0
