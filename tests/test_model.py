@@ -7,6 +7,7 @@ from __future__ import annotations
 from psycopg import sql
 
 from advise_fixtures import (
+    PG17,
     PG18,
     autovacuum,
     changed,
@@ -63,6 +64,92 @@ def test_track_counts_off_and_recovery_leave_only_forced_vacuums() -> None:
     assert not off.needs_analyze
     [standby] = th.of_table(table, PG18, 180001, in_recovery=True)
     assert not standby.needs_vacuum
+
+
+def test_standings_rank_as_the_thresholds_do() -> None:
+    """th.standings() writes out the arithmetic of th.thresholds() for the live view's ranking:
+    the same needs_vacuum and nearer-threshold share, relation by relation, across reloptions
+    (a TOAST relation's own or its table's), the 18 cap and unfrozen share, versions without
+    them, autovacuum off, freeze limits and recovery."""
+    from vacuumlab.model import thresholds as th
+
+    heaps = [
+        relation(1, "plain", reltuples=1000.0, n_dead_tup=100, n_ins_since_vacuum=10),
+        relation(2, "past", reltuples=1000.0, n_dead_tup=251),
+        relation(3, "at", reltuples=1000.0, n_dead_tup=250),
+        relation(4, "never", reltuples=-1.0, n_dead_tup=51),
+        relation(5, "empty", reltuples=0.0, n_dead_tup=0, n_ins_since_vacuum=0),
+        relation(6, "cap", reltuples=1e9, n_dead_tup=100_000_001),
+        relation(7, "inserts", reltuples=1000.0, n_ins_since_vacuum=1500),
+        relation(
+            8, "frozen", reltuples=1000.0, relpages=10, relallfrozen=8, n_ins_since_vacuum=1200
+        ),
+        relation(
+            9, "off", reltuples=10.0, n_dead_tup=5000, reloptions={"autovacuum_enabled": "off"}
+        ),
+        relation(10, "old", frozenxid_age=200_000_001),
+        relation(11, "old_mxid", minmxid_age=400_000_001),
+        relation(
+            12,
+            "own_limit",
+            frozenxid_age=150_000,
+            reloptions={"autovacuum_freeze_max_age": "100000"},
+        ),
+        relation(
+            13,
+            "tuned",
+            reltuples=10_000.0,
+            n_dead_tup=150,
+            n_ins_since_vacuum=80,
+            reloptions={
+                "autovacuum_vacuum_scale_factor": "0.01",
+                "autovacuum_vacuum_threshold": "0",
+                "autovacuum_vacuum_insert_threshold": "-1",
+            },
+        ),
+        relation(14, "none_counted", n_dead_tup=None, n_ins_since_vacuum=None, frozenxid_age=None),
+        relation(
+            15, "zero_threshold", n_dead_tup=1, reloptions={"autovacuum_vacuum_threshold": "0"}
+        ),
+    ]
+    tables = [Table(heap=h, toast=None) for h in heaps]
+    owner = relation(20, "owner", reltuples=10.0, reloptions={"autovacuum_vacuum_threshold": "5"})
+    tables.append(Table(heap=owner, toast=toast_of(owner, 21, reltuples=10.0, n_dead_tup=10)))
+    own = relation(22, "own", reloptions={"autovacuum_enabled": "off"})
+    tables.append(
+        Table(
+            heap=own,
+            toast=toast_of(own, 23, n_dead_tup=80, reloptions={"autovacuum_enabled": "on"}),
+        )
+    )
+    cases = [
+        (PG18, 180001, False),
+        (PG17, 170004, False),
+        (PG17, 120000, False),
+        (PG18 | {"autovacuum": "off"}, 180001, False),
+        (PG18 | {"autovacuum_vacuum_insert_scale_factor": "0"}, 180001, False),
+        (PG18, 180001, True),
+    ]
+    for server, version, recovery in cases:
+        full = th.of_tables(tables, server, version, in_recovery=recovery)
+        ranked = th.standings(tables, server, version, in_recovery=recovery)
+        assert [(s[1], s[2], s[3], s[4]) for s in ranked] == [
+            (
+                t.relation,
+                t.effective,
+                t.needs_vacuum,
+                max(t.vacuum_progress, t.insert_progress or 0.0),
+            )
+            for t in full
+        ]
+        assert [s[0].heap for s in ranked] == [
+            table.heap for table in tables for rel in (table.heap, table.toast) if rel is not None
+        ]
+    due = [s[1].name for s in th.standings(tables, PG18, 180001) if s[3]]
+    assert due == [
+        "past", "never", "cap", "inserts", "frozen", "old", "old_mxid", "own_limit", "tuned",
+        "zero_threshold", "pg_toast_20", "pg_toast_22",
+    ]  # fmt: skip
 
 
 # -- the bugs, in the advice ----------------------------------------------------------------

@@ -18,6 +18,7 @@ from vacuumlab.model.simulator import (
     Launcher,
     Span,
     Subject,
+    first_starts,
     simulate,
 )
 from vacuumlab.records.simulation import Simulation
@@ -348,3 +349,33 @@ def test_a_worker_rechecks_a_relation_that_another_worker_vacuumed_meanwhile(
     taken = [s for s in out.spans if s.subject == 1 and s.start == first.end]
     assert bool(taken) is again
     assert all(s.worker == first.worker for s in taken)
+
+
+def test_first_starts_stop_early_and_give_the_tallies_first_starts() -> None:
+    """first_starts() stops once every relation in the loop has finished a vacuum; what it
+    gives is simulate()'s first starts all the same: relations due at once, crossing later at
+    several rates, a TOAST relation, one with its own (slow) cost settings that holds a worker,
+    one that never gets a worker within the window and one whose only vacuum ends past it."""
+    subjects = [
+        subject(1, dead=300.0, dead_per_second=5.0),
+        subject(2, dead=100.0, dead_per_second=20.0),
+        subject(3, dead_per_second=0.5),
+        subject(4, label="public.t4 (TOAST)", is_toast=True, dead=400.0),
+        subject(5, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 30 / 210),
+        subject(6, inserted=900.0, insert_base=1000.0, inserts_per_second=3.0),
+        subject(7, dead_per_second=0.25),  # crosses 1,000 s in
+        subject(8),  # quiet: never in the loop
+        subject(9, dead=260.0, own_limit=1.0, own_delay_ms=1000 * 900 / 210, pages=10.0),
+    ]
+    for workers, seconds in ((1, 1000.0), (2, 1000.0), (3, 3600.0), (1, 700.0)):
+        given = launcher(workers=workers)
+        whole = simulate(subjects, given, seconds)
+        expected = {
+            s.order: tally.starts[0]
+            for s, tally in zip(whole.subjects, whole.tallies, strict=True)
+            if tally.starts
+        }
+        assert first_starts(subjects, given, seconds) == expected
+    # The last case: t9's vacuum (15 minutes) ends past the window, and those due after the
+    # worker's list was built wait behind it.
+    assert set(expected) == {1, 5}

@@ -12,11 +12,14 @@ import pytest
 from prometheus_client.samples import Sample
 
 from advise_fixtures import T0, autovacuum, changed, relation, snapshot, toast_of
+from conftest import execute, wait_for_counts, xmin_holder
 from vacuumlab.model import progress
+from vacuumlab.model import thresholds as th
 from vacuumlab.model.simulator import PAGE_S
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Backend, Database, Relation, Snapshot, Table
 from vacuumlab.watch.metrics import Scrape, families
+from vacuumlab.watch.source import Source
 from vacuumlab.watch.view import Pick, live_view, row_key
 
 DASHBOARD = Path(__file__).parent.parent / "docs" / "grafana-dashboard.json"
@@ -280,3 +283,74 @@ def test_the_grafana_dashboard_uses_only_exported_metrics() -> None:
     exported = {f.name for f in found} | {s.name for f in found for s in f.samples}
     assert used
     assert used <= exported, used - exported
+
+
+def test_the_head_of_a_real_queue_is_the_whole_queues_and_the_models(
+    embedded_database: str,
+) -> None:
+    """On a real server's snapshots, with tables past, at and near their thresholds (reloptions,
+    a TOAST relation's own, autovacuum off, a second schema) and some gathering dead tuples:
+    the rows a pick's limit keeps are the head of the whole queue, the queue is in row_key
+    order, and each row says what the model's full thresholds say of its relation. The view
+    ranks every relation with th.standings() and builds thresholds for the rows only."""
+    db = embedded_database
+    made: list[str] = ["CREATE SCHEMA other"]
+    for i in range(20):
+        options = {5: "autovacuum_vacuum_scale_factor = 0.04", 9: "autovacuum_enabled = off"}
+        schema = "other" if i % 7 == 3 else "public"
+        made.append(
+            f"CREATE TABLE {schema}.q{i} (id int PRIMARY KEY, body text)"
+            + (f" WITH ({options[i]})" if i in options else "")
+        )
+        made.append(f"INSERT INTO {schema}.q{i} SELECT g, 'x' FROM generate_series(1, 1000) g")
+    made += [
+        "CREATE TABLE big (id int PRIMARY KEY, body text) "
+        "WITH (toast.autovacuum_vacuum_threshold = 0, toast.autovacuum_vacuum_scale_factor = 0)",
+        "ALTER TABLE big ALTER body SET STORAGE EXTERNAL",
+        "INSERT INTO big SELECT g, repeat('y', 3000) FROM generate_series(1, 50) g",
+        "ANALYZE",
+    ]
+    execute(db, *made)
+    source = Source(db)
+    with xmin_holder(db):  # nothing deleted below can be removed: the counts stay
+        deletes = [
+            f"DELETE FROM {'other' if i % 7 == 3 else 'public'}.q{i} WHERE id <= {i * 20}"
+            for i in range(20)
+        ]
+        execute(db, *deletes, "DELETE FROM big WHERE id <= 10")
+        wait_for_counts(db, "q19", "n_dead_tup", 380)
+        first = source.take(source.open())
+        execute(db, "DELETE FROM q8 WHERE id > 990", "DELETE FROM q12 WHERE id > 995")
+        wait_for_counts(db, "q12", "n_dead_tup", 245)
+        second = source.take(source.open())
+    source.close()
+
+    whole = live_view(first, second)
+    rows = whole.tables
+    for limit in (0, 1, 4, 9, len(rows), len(rows) + 3):
+        assert live_view(first, second, pick=Pick(limit=limit)).tables == rows[:limit]
+    other = live_view(first, second, pick=Pick(schemas=frozenset({"other"}), limit=2))
+    assert other.tables == [t for t in rows if t.schema_name == "other"][:2]
+    assert [row_key(t) for t in rows] == sorted(row_key(t) for t in rows)
+
+    server = th.server_settings(second)
+    full = th.of_tables(second.tables, server, second.server.version_num)
+    by_oid = {t.oid: t for t in rows}
+    assert len(by_oid) == len(full) == whole.relations
+    for t in full:
+        row = by_oid[t.relation.oid]
+        assert (row.due, row.vacuum_threshold, row.insert_threshold, row.forced) == (
+            t.needs_vacuum, t.vacuum, t.insert, t.forced
+        )  # fmt: skip
+        assert row.progress == max(t.vacuum_progress, t.insert_progress or 0.0)
+    assert whole.due == sum(1 for t in rows if t.due and not t.running)
+    oldest = max(full, key=lambda t: t.relation.frozenxid_age or 0)
+    assert whole.wraparound[0].table_age == oldest.relation.frozenxid_age
+
+    # What the queue held: due tables (the TOAST relation among them), near ones, moving ones.
+    due = {t.label for t in rows if t.due}
+    assert {"public.q13", "public.q19", "public.q5", "public.big (TOAST)"} <= due
+    assert "public.q9" not in due  # autovacuum off, however many dead tuples
+    assert sum(1 for t in rows if not t.due and 0.5 < t.progress <= 1.0) >= 3
+    moving = [t for t in rows if not t.due and t.predicted_start_s is not None]
+    assert {t.label for t in moving} >= {"public.q12"}

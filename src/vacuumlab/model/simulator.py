@@ -378,6 +378,23 @@ class Simulator:
         self.end = seconds
 
     def run(self) -> Outcome:
+        rels, spans, launches = self._loop(first_starts=False)
+        return Outcome(self.subjects, self._tallies(rels), spans, launches, self.end)
+
+    def first_starts(self) -> dict[int, float]:
+        """The start of each relation's first vacuum that ends within the window, by its
+        subject's ``order``; the relations with none are left out. The loop stops once every
+        relation in it has had one: events are handled in time order, so nothing later moves
+        a first start (run()'s tallies give the same starts, at the cost of the whole window:
+        at 10,000 tables a live view's simulation of the hour ahead took a tenth of what
+        that did, 200 relations vacuumed 19 times each)."""
+        rels, _, _ = self._loop(first_starts=True)
+        subjects = self.subjects
+        return {subjects[r.index].order: r.starts[0] for r in rels if r.starts}
+
+    def _loop(self, *, first_starts: bool) -> tuple[list[_Rel], Spans, int]:
+        """The events of the window, in order; with ``first_starts``, only until every
+        relation in the loop has finished a vacuum."""
         launcher, end = self.launcher, self.end
         xps, every, cost_limit = (
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
@@ -400,6 +417,7 @@ class Simulator:
         )  # fmt: skip
         sharing = launches = 0  # running vacuums that share the cost limit; workers started
         pending_launch = False
+        unvacuumed = len(rels)  # relations in the loop without a finished vacuum yet
 
         def mark_due(r: _Rel) -> None:
             """It passed a threshold at ``next_due``: the launcher lists it from now on."""
@@ -544,7 +562,7 @@ class Simulator:
                     reschedule(r, at, limit)
 
         def finish(r: _Rel, at: float) -> None:
-            nonlocal sharing, seq
+            nonlocal sharing, seq, unvacuumed
             running.remove(r)
             elapsed = at - r.since  # the counters brought forward (_Rel.advance, written out)
             if elapsed > 0:
@@ -560,6 +578,8 @@ class Simulator:
                 r.peak_dead = r.dead
             start, worker = r.v_start, r.v_worker
             assert worker is not None
+            if not r.vacuums:
+                unvacuumed -= 1
             r.vacuums += 1
             r.forced += r.v_forced
             r.starts.append(start)
@@ -601,7 +621,7 @@ class Simulator:
         first = launcher.first_launch_s
         seq += 1
         push(events, (every / 2 if first is None else first, seq, _LAUNCH, None))
-        while events:
+        while events and not (first_starts and unvacuumed == 0):
             at, current, version, rel = pop(events)
             if at > end:
                 break
@@ -609,7 +629,7 @@ class Simulator:
                 launch(at)
             elif rel.running and rel.v_version == version:  # else superseded: the end moved
                 finish(rel, at)
-        return Outcome(self.subjects, self._tallies(rels), spans, launches, end)
+        return rels, spans, launches
 
     def _relations(self, buckets: dict[int, list[_Rel]], every: float) -> list[_Rel]:
         """The relations that pass a threshold within the window, each noted in the bucket of
@@ -643,6 +663,12 @@ class Simulator:
 def simulate(subjects: list[Subject], launcher: Launcher, seconds: float) -> Outcome:
     """The autovacuums of ``subjects`` over ``seconds``."""
     return Simulator(subjects, launcher, seconds).run()
+
+
+def first_starts(subjects: list[Subject], launcher: Launcher, seconds: float) -> dict[int, float]:
+    """When each of ``subjects`` is first vacuumed within ``seconds``, by its ``order``: the
+    first starts of simulate()'s tallies, in less time (Simulator.first_starts())."""
+    return Simulator(subjects, launcher, seconds).first_starts()
 
 
 def vacuum_threshold(subject: Subject, reltuples: float) -> float:

@@ -21,6 +21,7 @@ reloptions (``toast.*``) when it has any, and its table's only when it has none
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -240,6 +241,81 @@ def of_tables(
                     in_recovery=in_recovery,
                 )
             )
+    return found
+
+
+#: One relation's place against its thresholds, as :func:`standings` gives it: its table, the
+#: relation, its merged settings, its needs_vacuum and its progress (the larger of
+#: vacuum_progress and insert_progress, the latter 0 when off).
+Standing = tuple[Table, Relation, Effective, bool, float]
+#: An Effective with the numbers standings() reads of it: enabled, the vacuum threshold, scale
+#: factor and cap (inf: none), the insert threshold (-1: off) and scale factor, the freeze
+#: limits.
+_Resolved = tuple[Effective, bool, float, float, float, float, float, float, float]
+
+
+def standings(
+    tables: Iterable[Table],
+    server: Mapping[str, str],
+    version_num: int,
+    *,
+    in_recovery: bool = False,
+) -> list[Standing]:
+    """What of_tables() gives, cut down to what ranks relations: whether each needs a vacuum
+    and how near its nearer threshold it is, in the same order. The arithmetic of
+    thresholds() and of Thresholds' properties, written out over plain numbers: a live view
+    ranks every relation at every refresh but shows a few hundred, and building a Thresholds
+    for each of 20,000 relations took longer than the rest of the ranking. The full records
+    are for the relations shown (thresholds() on the same settings)."""
+    merged: dict[frozenset[tuple[str, str]], _Resolved] = {}
+    cut_unfrozen = version_num >= 180000
+    found: list[Standing] = []
+    append = found.append
+    for table in tables:
+        heap, toast = table.heap, table.toast
+        for rel in (heap, toast) if toast is not None else (heap,):
+            options = rel.reloptions if rel is heap else rel.reloptions or heap.reloptions
+            hit = merged.get(frozenset(options.items()) if options else _NONE)
+            if hit is None:
+                key = frozenset(options.items()) if options else _NONE
+                e = effective(server, options, version_num=version_num)
+                cap = e.vacuum_max_threshold
+                insert_base = e.insert_threshold
+                hit = merged[key] = (
+                    e, e.enabled, e.vacuum_threshold, e.vacuum_scale_factor,
+                    math.inf if cap is None else cap,
+                    -1.0 if insert_base is None else insert_base, e.insert_scale_factor,
+                    e.freeze.xid, e.freeze.mxid,
+                )  # fmt: skip
+            settings, on, base, scale, cap, insert_base, insert_scale, xid, mxid = hit
+            reltuples = rel.reltuples
+            if reltuples < 0.0:
+                reltuples = 0.0
+            vacuum = base + scale * reltuples  # vacuum_threshold()
+            if vacuum > cap:
+                vacuum = cap
+            dead = rel.n_dead_tup or 0
+            share = dead / vacuum if vacuum > 0 else float(dead > 0)
+            due = on and dead > vacuum
+            if insert_base >= 0.0:
+                frozen, pages = rel.relallfrozen, rel.relpages  # unfrozen()
+                if cut_unfrozen and frozen and pages > 0:
+                    insert = insert_base + insert_scale * reltuples * (
+                        1.0 - min(frozen, pages) / pages
+                    )
+                else:
+                    insert = insert_base + insert_scale * reltuples * 1.0
+                inserted = rel.n_ins_since_vacuum or 0
+                by_inserts = inserted / insert if insert > 0 else float(inserted > 0)
+                if by_inserts > share:
+                    share = by_inserts
+                due = due or (on and inserted > insert)
+            if not due:  # forcing.forced()
+                xid_age, mxid_age = rel.frozenxid_age, rel.minmxid_age
+                due = (xid_age is not None and xid_age > xid) or (
+                    mxid_age is not None and mxid_age > mxid
+                )
+            append((table, rel, settings, due and not in_recovery, share))
     return found
 
 

@@ -3,7 +3,8 @@ back, and the oldest ages against the wraparound limits. Pure: records and model
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
@@ -12,7 +13,6 @@ from vacuumlab.model import balance, forcing
 from vacuumlab.model import cost as cm
 from vacuumlab.model import horizon as hm
 from vacuumlab.model import thresholds as th
-from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.live import Holder, Workers, Wraparound
 from vacuumlab.records.snapshot import Database, Relation, Snapshot
 
@@ -96,23 +96,27 @@ def holders(snapshot: Snapshot) -> list[Holder]:
     return sorted(found, key=lambda h: (-(h.xid_age or -1), -(h.age_s or 0.0), h.name))
 
 
+@dataclass(frozen=True, slots=True)
+class Oldest:
+    """This database's relation with the oldest age of one counter: it, its label and the
+    freeze limits autovacuum applies to it."""
+
+    relation: Relation
+    label: str
+    freeze: forcing.FreezeLimits
+
+
 def wraparound(
-    snapshot: Snapshot,
-    server: Mapping[str, str],
-    thresholds: list[Thresholds],
-    label: Callable[[Relation], str],
+    snapshot: Snapshot, server: Mapping[str, str], oldest: Mapping[Counter, Oldest | None]
 ) -> list[Wraparound]:
-    """Both counters: the cluster's oldest database and this database's oldest relation
-    (named by ``label``) against their limits."""
-    return [_counter(snapshot, server, thresholds, label, c) for c in ("xid", "mxid")]
+    """Both counters: the cluster's oldest database and this database's ``oldest`` relation
+    (the first of the oldest in the snapshot's order; None without relations) against their
+    limits."""
+    return [_counter(snapshot, server, oldest.get(c), c) for c in ("xid", "mxid")]
 
 
 def _counter(
-    snapshot: Snapshot,
-    server: Mapping[str, str],
-    thresholds: list[Thresholds],
-    label: Callable[[Relation], str],
-    counter: Counter,
+    snapshot: Snapshot, server: Mapping[str, str], oldest: Oldest | None, counter: Counter
 ) -> Wraparound:
     age = forcing.oldest_age(snapshot.databases, counter)
     oldest_db = next((db.name for db in snapshot.databases if _db_age(db, counter) == age), None)
@@ -127,28 +131,15 @@ def _counter(
         forcing_age=limits.xid if counter == "xid" else limits.mxid,
         failsafe_age=None if failsafe == float("inf") else failsafe,
     )
-    return _with_oldest_relation(found, thresholds, label, counter)
-
-
-def _with_oldest_relation(
-    found: Wraparound,
-    thresholds: list[Thresholds],
-    label: Callable[[Relation], str],
-    counter: Counter,
-) -> Wraparound:
-    def age(t: Thresholds) -> int:
-        rel = t.relation
-        return (rel.frozenxid_age if counter == "xid" else rel.minmxid_age) or 0
-
-    if not thresholds:
+    if oldest is None:
         return found
-    t = max(thresholds, key=age)
-    own = t.effective.freeze.xid_own if counter == "xid" else t.effective.freeze.mxid_own
-    limit = t.effective.freeze.xid if counter == "xid" else t.effective.freeze.mxid
+    rel, freeze = oldest.relation, oldest.freeze
+    own = freeze.xid_own if counter == "xid" else freeze.mxid_own
+    limit = freeze.xid if counter == "xid" else freeze.mxid
     return found.model_copy(
         update={
-            "table": label(t.relation),
-            "table_age": age(t),
+            "table": oldest.label,
+            "table_age": (rel.frozenxid_age if counter == "xid" else rel.minmxid_age) or 0,
             "table_forcing_age": limit if own else None,
         }
     )

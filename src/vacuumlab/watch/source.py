@@ -29,7 +29,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.connect import Session, Timeouts, connect, first_line
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Snapshot
-from vacuumlab.watch.view import HORIZON_S, Pick, live_view
+from vacuumlab.watch.view import HORIZON_S, Pick, live_view, relations_of
 
 APPLICATION_NAME = "vacuumlab-watch"
 TIMEOUTS = Timeouts()
@@ -110,7 +110,7 @@ class Source:
         # Kept for every relation still there, picked or not: a table may leave the rows
         # (--max-tables) and come back.
         known = self.durations | {t.oid: t.last_vacuum_s for t in view.tables if t.last_vacuum_s}
-        here = {r.oid for t in snapshot.tables for r in (t.heap, t.toast) if r is not None}
+        here = relations_of(snapshot)  # kept: the next refresh's view reads it again
         self.durations = {oid: seconds for oid, seconds in known.items() if oid in here}
         return view
 

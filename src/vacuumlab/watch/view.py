@@ -15,16 +15,18 @@ view, the exporter and the tests build the same picture from the same snapshots.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Final
 
 from pydantic import TypeAdapter
 
 from vacuumlab.model import forecast, progress, rates
 from vacuumlab.model import thresholds as th
-from vacuumlab.model.simulator import simulate
+from vacuumlab.model.simulator import first_starts
 from vacuumlab.records.live import LiveView, RunningVacuum, TableLive
 from vacuumlab.records.snapshot import Relation, Snapshot, Table, VacuumProgress
 from vacuumlab.watch import cluster
@@ -55,19 +57,43 @@ class Now:
     previous: Snapshot | None
     current: Snapshot
     server: dict[str, str]
-    thresholds: list[th.Thresholds]
-    due: list[bool]  # each threshold's needs_vacuum, worked out once: the view asks it thrice
-    owners: dict[int, Table]  # each table under the oid of its heap and of its TOAST relation
+    standings: list[th.Standing]  # every relation, in order (th.standings())
+    running: set[int]  # the relations of this database being vacuumed
     seconds: float | None  # since the previous snapshot
 
     @property
     def version(self) -> int:
         return self.current.server.version_num
 
-    def earlier(self) -> dict[int, Relation]:
+    def earlier(self) -> Mapping[int, Relation]:
         if self.previous is None or self.seconds is None:
             return {}
-        return {r.oid: r for t in self.previous.tables for r in (t.heap, t.toast) if r is not None}
+        return relations_of(self.previous)
+
+    def thresholds(self, standing: th.Standing) -> th.Thresholds:
+        """The model's full record of one relation (what of_tables() gives it)."""
+        table, rel, settings, _, _ = standing
+        return th.thresholds(
+            rel,
+            settings,
+            is_toast=rel is table.toast,
+            version_num=self.version,
+            in_recovery=self.current.server.in_recovery,
+        )
+
+
+@dataclass(slots=True)
+class Survey:
+    """What one pass over every relation finds (survey()): the queue's count, the relations
+    the simulation needs, those ``pick`` wants, the oldest of each counter and the tables of
+    the relations being vacuumed."""
+
+    due: int = 0
+    moving: set[int] = field(default_factory=set)  # heaps of the relations that may start
+    picked: list[th.Standing] = field(default_factory=list)
+    oldest_xid: th.Standing | None = None
+    oldest_mxid: th.Standing | None = None
+    owners: dict[int, Table] = field(default_factory=dict)  # of the relations being vacuumed
 
 
 def live_view(
@@ -82,62 +108,97 @@ def live_view(
     ``durations`` the last vacuum lengths seen by earlier refreshes (oid → seconds)."""
     now = prepare(previous, current)
     shared = cluster.sharing(current)
-    running = _running(now)
+    found = survey(now, horizon_s, pick or Pick())
+    oldest: dict[cluster.Counter, cluster.Oldest | None] = {
+        "xid": _oldest(found.oldest_xid),
+        "mxid": _oldest(found.oldest_mxid),
+    }
     return LiveView(
         taken_at=current.taken_at,
         database=current.server.database,
         version_num=now.version,
         interval_s=now.seconds,
         horizon_s=horizon_s,
-        vacuums=[running_vacuum(now, v, shared) for v in current.vacuums],
-        tables=tables(now, durations or {}, horizon_s, pick or Pick()),
-        relations=len(now.thresholds),
-        due=sum(
-            1
-            for t, due in zip(now.thresholds, now.due, strict=True)
-            if due and t.relation.oid not in running
-        ),
+        vacuums=[running_vacuum(now, v, shared, found.owners) for v in current.vacuums],
+        tables=tables(now, found, durations or {}, horizon_s, pick or Pick()),
+        relations=len(now.standings),
+        due=found.due,
         workers=cluster.workers(current, now.server, shared),
         holders=cluster.holders(current),
-        wraparound=cluster.wraparound(
-            current, now.server, now.thresholds, lambda rel: _label(now, rel)
-        ),
+        wraparound=cluster.wraparound(current, now.server, oldest),
         notes=list(current.notes),
     )
 
 
 def prepare(previous: Snapshot | None, current: Snapshot) -> Now:
     server = th.server_settings(current)
-    in_recovery = current.server.in_recovery
-    owners: dict[int, Table] = {}
-    for table in current.tables:
-        owners[table.heap.oid] = table
-        if table.toast is not None:
-            owners[table.toast.oid] = table
     seconds = None
     if previous is not None:
         seconds = (current.taken_at - previous.taken_at).total_seconds()
-    thresholds = th.of_tables(
-        current.tables, server, current.server.version_num, in_recovery=in_recovery
-    )
+    here = current.server.database
     return Now(
         previous=previous if seconds and seconds > 0 else None,
         current=current,
         server=server,
-        thresholds=thresholds,
-        due=[t.needs_vacuum for t in thresholds],
-        owners=owners,
+        standings=th.standings(
+            current.tables,
+            server,
+            current.server.version_num,
+            in_recovery=current.server.in_recovery,
+        ),
+        running={v.relid for v in current.vacuums if v.database == here},
         seconds=seconds if seconds and seconds > 0 else None,
     )
+
+
+def survey(now: Now, horizon_s: float, pick: Pick) -> Survey:
+    """One pass over every relation for what the view counts or ranks: nothing here builds a
+    record per relation, so 20,000 relations cost a few hundredths of a second."""
+    found = Survey()
+    running, moving, picked, owners = now.running, found.moving, found.picked, found.owners
+    earlier, seconds = now.earlier(), now.seconds or 0.0
+    taken_at = now.current.taken_at
+    reach = _xids_per_second(now) * horizon_s
+    simulated = bool(earlier)  # predicted_starts() simulates only with a previous snapshot
+    schemas = pick.schemas
+    due_count, oldest_xid, oldest_mxid = 0, -1, -1
+    for standing in now.standings:
+        table, rel, settings, due, _ = standing
+        oid = rel.oid
+        if oid in running:
+            owners[oid] = table
+        elif due:
+            due_count += 1
+        xid_age, mxid_age = rel.frozenxid_age or 0, rel.minmxid_age or 0
+        if xid_age > oldest_xid:  # the first of the oldest, as max() takes it
+            oldest_xid, found.oldest_xid = xid_age, standing
+        if mxid_age > oldest_mxid:
+            oldest_mxid, found.oldest_mxid = mxid_age, standing
+        if simulated and (
+            due
+            or xid_age + reach > settings.freeze.xid
+            or (
+                (before := earlier.get(oid)) is not None
+                and _gathering(before, rel, seconds, taken_at)
+            )
+        ):
+            moving.add(table.heap.oid)
+        if not schemas or table.heap.schema_name in schemas:
+            picked.append(standing)
+    found.due = due_count
+    return found
 
 
 # -- running vacuums ----------------------------------------------------------------------------
 
 
-def running_vacuum(now: Now, v: VacuumProgress, shared: int) -> RunningVacuum:
-    """One vacuum under way, with its time left by the cost model when its relation is here."""
+def running_vacuum(
+    now: Now, v: VacuumProgress, shared: int, owners: Mapping[int, Table]
+) -> RunningVacuum:
+    """One vacuum under way, with its time left by the cost model when its relation is here
+    (``owners``: the tables of this database's relations being vacuumed)."""
     here = v.database == now.current.server.database
-    table = now.owners.get(v.relid) if here else None
+    table = owners.get(v.relid) if here else None
     rel = _relation(table, v.relid) if table is not None else None
     eta = None
     if table is not None and rel is not None:
@@ -154,7 +215,11 @@ def running_vacuum(now: Now, v: VacuumProgress, shared: int) -> RunningVacuum:
     return RunningVacuum(
         pid=v.pid,
         database=v.database,
-        relation=_label(now, rel) if rel is not None else (v.relation or f"oid {v.relid}"),
+        relation=(
+            _label(table, rel)
+            if table is not None and rel is not None
+            else (v.relation or f"oid {v.relid}")
+        ),
         is_autovacuum=v.is_autovacuum,
         phase=v.phase,
         heap_blks_total=v.heap_blks_total,
@@ -175,35 +240,55 @@ def running_vacuum(now: Now, v: VacuumProgress, shared: int) -> RunningVacuum:
 
 
 def tables(
-    now: Now, durations: Mapping[int, float], horizon_s: float, pick: Pick
+    now: Now, found: Survey, durations: Mapping[int, float], horizon_s: float, pick: Pick
 ) -> list[TableLive]:
     """The relations ``pick`` wants, in the order autovacuum would take them (queue_key); rows
-    are built for the first ``pick.limit`` only."""
-    earlier = now.earlier()
-    found = {
-        t.relation.oid: rates.between(b, t.relation, now.seconds, now.current.taken_at)
-        for t in now.thresholds
-        if now.seconds and (b := earlier.get(t.relation.oid)) is not None
-    }
-    starts = predicted_starts(now, found, horizon_s)
-    running = _running(now)
+    and the model's records are built for the first ``pick.limit`` only."""
+    starts = predicted_starts(now, found.moving, horizon_s)
+    running, inf = now.running, math.inf
+    # queue_key(), written out: it runs for every relation picked.
     keyed = [
-        (_key(t, due, t.relation.oid in running, starts.get(t.relation.oid)), t)
-        for t, due in zip(now.thresholds, now.due, strict=True)
-        if not pick.schemas or pick.wants(now.owners[t.relation.oid].heap.schema_name)
+        (
+            (0, 0.0, rel is table.toast, 0.0, oid)
+            if oid in running
+            else (1, 0.0, rel is table.toast, 0.0, oid)
+            if due
+            else (2, starts.get(oid, inf), False, -share, oid),
+            standing,
+        )
+        for standing in found.picked
+        for table, rel, _, due, share in (standing,)
+        for oid in (rel.oid,)
     ]
-    keyed.sort(key=lambda pair: pair[0])  # keys end with the oid: no two are equal
+    limit = pick.limit
+    if limit is not None and 0 <= limit < len(keyed):
+        head = heapq.nsmallest(limit, keyed, key=_first)  # sorted, as sorted()[:limit]
+    else:
+        head = sorted(keyed, key=_first)[:limit]  # keys end with the oid: no two are equal
+    earlier = now.earlier()
     here = now.current.server.database
     seen = {v.relid: v for v in now.previous.vacuums if v.database == here} if now.previous else {}
+    taken_at, seconds = now.current.taken_at, now.seconds
+    rows = []
+    for _, standing in head:
+        table, rel = standing[0], standing[1]
+        oid, before = rel.oid, earlier.get(rel.oid)
+        rate = (
+            rates.between(before, rel, seconds, taken_at)
+            if before is not None and seconds
+            else None
+        )
+        last = progress.last_duration(rel, before, seen.get(oid)) or durations.get(oid)
+        rows.append(
+            _row(table, now.thresholds(standing), rate, oid in running, starts.get(oid), last)
+        )
     # All rows validated in one call, as the snapshot's are (pg/connect.py): at 20,000 rows
     # (the terminal view's) about 0.01 s less than one call each.
-    return _ROWS.validate_python([
-        _row(now, t, found.get(oid), oid in running, starts.get(oid),
-             progress.last_duration(t.relation, earlier.get(oid), seen.get(oid))
-             or durations.get(oid))
-        for _, t in keyed[: pick.limit]
-        for oid in (t.relation.oid,)
-    ])  # fmt: skip
+    return _ROWS.validate_python(rows)
+
+
+def _first(pair: tuple[Key, th.Standing]) -> Key:
+    return pair[0]
 
 
 def queue_key(
@@ -224,21 +309,8 @@ def row_key(row: TableLive) -> Key:
                      start=row.predicted_start_s, progress=row.progress)  # fmt: skip
 
 
-def _key(t: th.Thresholds, due: bool, running: bool, start: float | None) -> Key:
-    # The progress counts only for the relations neither running nor due (queue_key()).
-    share = 0.0 if running or due else max(t.vacuum_progress, t.insert_progress or 0.0)
-    return queue_key(running=running, due=due, is_toast=t.is_toast,
-                     oid=t.relation.oid, start=start, progress=share)  # fmt: skip
-
-
-def _running(now: Now) -> set[int]:
-    """The relations of this database being vacuumed."""
-    here = now.current.server.database
-    return {v.relid for v in now.current.vacuums if v.database == here}
-
-
 def _row(
-    now: Now,
+    table: Table,
     t: th.Thresholds,
     rate: rates.Rates | None,
     running: bool,
@@ -248,7 +320,7 @@ def _row(
     """A row's fields. From a mapping: pydantic's validator (compiled) takes a third less
     time than the keywords of model_construct (Python), which counts at 20,000 relations."""
     rel = t.relation
-    owner = now.owners[rel.oid].heap
+    owner = table.heap
     return {
         "oid": rel.oid,
         "schema_name": owner.schema_name,
@@ -270,28 +342,15 @@ def _row(
     }
 
 
-def predicted_starts(
-    now: Now, found: Mapping[int, rates.Rates | None], horizon_s: float
-) -> dict[int, float]:
-    """Seconds from the current snapshot to each relation's first simulated vacuum, by oid;
-    empty without a previous snapshot."""
+def predicted_starts(now: Now, moving: set[int], horizon_s: float) -> dict[int, float]:
+    """Seconds from the current snapshot to the first simulated vacuum of each relation of
+    the tables whose heaps are in ``moving``, by oid; empty without a previous snapshot."""
     if now.previous is None or now.seconds is None:
         return {}
-    reach = _xids_per_second(now) * horizon_s
-    moving = {
-        now.owners[t.relation.oid].heap.oid
-        for t, due in zip(now.thresholds, now.due, strict=True)
-        if _may_start(due, t, found.get(t.relation.oid), reach)
-    }
     # The previous snapshot is cut down as well: the simulator's inputs read only the rates
     # of the relations simulated, and its launcher only the snapshots' transaction ids.
     given = forecast.inputs(_only(now.previous, moving), _only(now.current, moving))
-    outcome = simulate(given.subjects, given.launcher, horizon_s)
-    return {
-        s.order: tally.starts[0]
-        for s, tally in zip(outcome.subjects, outcome.tallies, strict=True)
-        if tally.starts
-    }
+    return first_starts(given.subjects, given.launcher, horizon_s)
 
 
 def _only(snapshot: Snapshot, heaps: set[int]) -> Snapshot:
@@ -301,16 +360,23 @@ def _only(snapshot: Snapshot, heaps: set[int]) -> Snapshot:
     )
 
 
-def _may_start(due: bool, t: th.Thresholds, rate: rates.Rates | None, reach: float) -> bool:
-    """Whether the relation could be vacuumed within the window: ``due`` now (its
-    needs_vacuum), gathering dead tuples or inserts, or ``reach`` transaction ids from its
-    freeze limit."""
-    if due:
-        return True
-    if rate is not None and ((rate.dead_per_second or 0) > 0 or (rate.inserts_per_second or 0) > 0):
-        return True
-    age = t.relation.frozenxid_age or 0
-    return age + reach > t.effective.freeze.xid
+def _gathering(before: Relation, after: Relation, seconds: float, taken_at: datetime) -> bool:
+    """Whether the relation gathered dead tuples or inserts since ``before``: it may pass a
+    threshold within the window (with being due now, or ``reach`` transaction ids from its
+    freeze limit: survey())."""
+    if (
+        after.n_dead_tup == before.n_dead_tup
+        and after.n_tup_ins == before.n_tup_ins
+        and after.n_dead_tup is not None
+        and after.n_tup_ins is not None
+        and after.vacuum_count == before.vacuum_count
+        and after.autovacuum_count == before.autovacuum_count
+    ):
+        return False  # rates.between() gives none of either: most relations, at each refresh
+    rate = rates.between(before, after, seconds, taken_at)
+    return rate is not None and (
+        (rate.dead_per_second or 0) > 0 or (rate.inserts_per_second or 0) > 0
+    )
 
 
 def _xids_per_second(now: Now) -> float:
@@ -320,15 +386,39 @@ def _xids_per_second(now: Now) -> float:
     return max(after.xids.next_xid - before.xids.next_xid, 0) / now.seconds
 
 
+def _oldest(standing: th.Standing | None) -> cluster.Oldest | None:
+    """The oldest relation of a counter, named, with its freeze limits."""
+    if standing is None:
+        return None
+    table, rel, settings, _, _ = standing
+    return cluster.Oldest(rel, _label(table, rel), settings.freeze)
+
+
+def relations_of(snapshot: Snapshot) -> Mapping[int, Relation]:
+    """Every relation of ``snapshot`` by oid. The last one asked is kept: each refresh asks
+    for its previous snapshot's, the current one of the refresh before (watch/source.py),
+    and at 20,000 relations building it took a hundredth of a second."""
+    global _LAST
+    cached = _LAST
+    if cached is not None and cached[0] is snapshot:
+        return cached[1]
+    found = {r.oid: r for t in snapshot.tables for r in (t.heap, t.toast) if r is not None}
+    _LAST = snapshot, found
+    return found
+
+
+#: The snapshot relations_of() saw last and its answer (snapshots are immutable).
+_LAST: tuple[Snapshot, dict[int, Relation]] | None = None
+
+
 def _relation(table: Table, oid: int) -> Relation | None:
     if table.heap.oid == oid:
         return table.heap
     return table.toast if table.toast is not None and table.toast.oid == oid else None
 
 
-def _label(now: Now, rel: Relation) -> str:
+def _label(table: Table, rel: Relation) -> str:
     """``schema.table``, or ``schema.table (TOAST)`` for its TOAST relation."""
-    table = now.owners.get(rel.oid)
-    if table is not None and rel.kind == "t":
+    if rel.kind == "t":
         return f"{table.heap.qualified_name} (TOAST)"
     return rel.qualified_name
