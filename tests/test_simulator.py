@@ -379,3 +379,27 @@ def test_first_starts_stop_early_and_give_the_tallies_first_starts() -> None:
     # The last case: t9's vacuum (15 minutes) ends past the window, and those due after the
     # worker's list was built wait behind it.
     assert set(expected) == {1, 5}
+
+
+def test_an_end_moved_earlier_leaves_no_stale_end_for_the_next_vacuum_of_the_relation() -> None:
+    """Two balanced vacuums share the limit: t1 (2,000 pages) starts at 0, t2 (10,000 pages)
+    at 0.01 s, and t2's end is set for its pace at half the limit. t1 finishes first and t2's
+    end moves earlier, to its pace at the whole limit; at 1,000 dead tuples/s t2 is due again
+    at once and a worker starts it again at the next launch, long before the end first set.
+    That second vacuum runs alone from start to end: it lasts what its cost gives at the whole
+    limit, not until the end set for the first one. Every vacuum is aggressive (it reads every
+    page) and pays no dirty cost, so each page costs 1 and the lengths are plain arithmetic."""
+    plain = {"page_dirty": 0.0, "aggressive_age": 0.0, "freeze_min_age": 0.0}
+    small = subject(1, dead=300.0, pages=2_000.0, **plain)
+    hot = subject(2, dead=300.0, pages=10_000.0, dead_per_second=1000.0, **plain)
+    fast = launcher(naptime_s=0.01, cost_limit=200.0, cost_delay_ms=20.0)
+    out = simulate([small, hot], fast, 3.0)
+    per_page_alone = 2e-5 + 1 / 200 * 0.02  # work, then the sleep for one cost unit
+    per_page_shared = 2e-5 + 1 / 100 * 0.02
+    (first_small,) = [s for s in out.spans if s.subject == 0]
+    first, second = [s for s in out.spans if s.subject == 1][:2]
+    assert first_small.end < first.end  # the smaller finishes first ...
+    stale = first.start + FIXED_S + 10_000 * per_page_shared
+    assert first.end < stale  # ... and the other's end moved earlier
+    assert second.start < stale  # started again before the end first set for the first one
+    assert second.end - second.start == pytest.approx(FIXED_S + 10_000 * per_page_alone)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,12 +14,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import execute, run_cli
+from conftest import execute, run_cli, wait_for_counts
 from scenarios.workloads import pgbench_load
+from vacuumlab.collect.snapshot import collect
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.changes import Changes, TableChange
 from vacuumlab.lab.verdicts import judge
-from vacuumlab.lab.verify import verify
+from vacuumlab.lab.verify import _predictions, rate_seconds, verify
+from vacuumlab.model import whatif
+from vacuumlab.model.forecast import forecast
+from vacuumlab.model.simulator import Launcher
 from vacuumlab.model.whatif import Change
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
@@ -215,6 +220,56 @@ def test_a_server_setting_with_no_table_is_judged_on_every_watched_one() -> None
     assert outcome.verdict == "did not move"
     assert "(b)" in outcome.detail
     assert "(a)" not in outcome.detail
+
+
+# -- predictions ------------------------------------------------------------------------------
+
+
+def test_a_window_shorter_than_the_naptime_still_predicts_a_rate(embedded_database: str) -> None:
+    """The server's naptime is 60 s and the window 20 s: a simulation of the window alone
+    holds no launch (the first comes half a naptime in), and its vacuums per hour were 0. A
+    table 50 dead tuples short of its threshold of 250, gaining dead tuples by the hundred per
+    second, passes it at once and is vacuumed at every launch: 60 an hour without the changes,
+    360 with a naptime of 10 s. The peaks stay those of one window: without the changes no
+    vacuum in it, so the dead tuples of the later snapshot plus 20 s at their rate; with them
+    a worker comes 5 s in, and the peak is lower."""
+    execute(
+        embedded_database,
+        "CREATE TABLE hot (id int PRIMARY KEY, v int) "
+        "WITH (autovacuum_analyze_threshold = 1000000)",
+        "INSERT INTO hot SELECT g, 0 FROM generate_series(1, 1000) g",
+        "VACUUM (ANALYZE) hot",
+    )
+    with connect(embedded_database) as session:
+        first = collect(session)
+    execute(embedded_database, "UPDATE hot SET v = 1 WHERE id <= 200")
+    wait_for_counts(embedded_database, "hot", "n_dead_tup", 200)
+    time.sleep(2.0)  # about 100 dead tuples/s, however fast the update ran
+    with connect(embedded_database) as session:
+        later = collect(session)
+    notes: list[str] = []
+    oid = next(t.heap.oid for t in later.tables if t.heap.name == "hot")
+    faster = [whatif.parse("autovacuum_naptime=10")]
+    window = 20.0
+    predicted = _predictions(first, later, faster, window, {"public.hot": oid}, notes)
+    assert notes == []
+    hot = predicted["public.hot"]
+    assert hot.vacuums_per_hour_without == pytest.approx(60, abs=1)
+    assert hot.vacuums_per_hour_with == pytest.approx(360, abs=6)
+    assert hot.rates_over_s == 3600
+    rate = forecast(first, later, hours=1).relation("public.hot")
+    assert rate is not None
+    assert rate.dead_per_second > 50 / 30  # past 250 before the first launch, 30 s in
+    expected = round(200 + rate.dead_per_second * window)
+    assert hot.peak_dead_without == pytest.approx(expected, abs=1)
+    assert 0 < hot.peak_dead_with < hot.peak_dead_without
+
+
+def test_the_rates_cover_an_hour_or_five_launcher_rounds_whichever_is_longer() -> None:
+    minute, slow = Launcher(naptime_s=60, workers=3), Launcher(naptime_s=3000, workers=3)
+    assert rate_seconds(20, minute, minute) == 3600
+    assert rate_seconds(20, minute, slow) == 5 * 3000
+    assert rate_seconds(7200, minute, minute) == 7200
 
 
 # -- end to end ---------------------------------------------------------------------------------

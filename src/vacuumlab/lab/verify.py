@@ -17,8 +17,12 @@
 6. **Restore** every changed setting, however the run ends (an error, Ctrl-C, SIGTERM), with
    the signals held off until it is done; then read each back.
 
-The simulator's prediction stands beside each measurement: ``model.forecast`` over a window as
-long as the measured ones, from the advice's two snapshots, without and with the changes.
+The simulator's prediction stands beside each measurement, from the advice's two snapshots,
+without and with the changes: the peak dead tuples over a simulated window as long as the
+measured ones, so they compare with what a window can show; the vacuums per hour over a longer
+one (:func:`rate_seconds`), as a window shorter than the naptime often holds no launch at all
+and its count of vacuums says nothing of a rate. The forecast takes the rates to stay as
+measured, so the longer run asks nothing more of it.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ from vacuumlab.collect.window import measure, until_vacuumed
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.lab.changes import Changes, TableChange
 from vacuumlab.lab.verdicts import judge
-from vacuumlab.model.forecast import forecast
+from vacuumlab.model.forecast import Inputs, inputs, run, to_record
+from vacuumlab.model.simulator import Launcher
 from vacuumlab.model.whatif import Change
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.settings import load_specs
@@ -56,6 +61,10 @@ from vacuumlab.records.verification import (
 Step = Callable[[str], None]
 #: The fewest relations watched when only server settings were advised, with no table named.
 BUSIEST = 5
+#: The predicted vacuums per hour come from a simulation of at least an hour and at least this
+#: many of the launcher's rounds, with or without the changes, whichever is longer.
+RATE_MIN_S = 3600.0
+RATE_ROUNDS = 5
 
 
 class Plan:
@@ -204,32 +213,56 @@ def _predictions(
     watched: dict[str, int],
     notes: list[str],
 ) -> dict[str, Prediction]:
-    """The simulator over one window, without and with the changes, for each watched one."""
-    hours = window / 3600.0
+    """The simulator without and with the changes, for each watched one: the peaks over one
+    window, the vacuums per hour over :func:`rate_seconds`."""
     try:
-        without = forecast(first, later, hours=hours)
-        with_ = forecast(first, later, hours=hours, changes=changes)
+        if window <= 0:
+            raise VacuumlabError("the measuring window must be positive")
+        runs: list[tuple[Inputs, list[Change]]] = [
+            (inputs(first, later), []),
+            (inputs(first, later, changes), changes),
+        ]
+        seconds = rate_seconds(window, *(given.launcher for given, _ in runs))
+        peaks = [_simulation(given, later, window, made) for given, made in runs]
+        rates = [_simulation(given, later, seconds, made) for given, made in runs]
     except VacuumlabError as exc:
         notes.append(f"no prediction: {exc}")
         return {}
     return {
         name: prediction
         for name in watched
-        if (prediction := _prediction(without, with_, name, hours)) is not None
+        if (prediction := _prediction(peaks, rates, name)) is not None
     }
 
 
-def _prediction(
-    without: Simulation, with_: Simulation, name: str, hours: float
-) -> Prediction | None:
-    old, new = without.relation(name), with_.relation(name)
-    if old is None or new is None:
+def rate_seconds(window: float, *launchers: Launcher) -> float:
+    """How long a simulation the predicted vacuums per hour come from: an hour, or
+    ``RATE_ROUNDS`` launch intervals of the slowest launcher, or the window if longer."""
+    rounds = max((RATE_ROUNDS * launcher.launch_every_s for launcher in launchers), default=0.0)
+    return max(RATE_MIN_S, rounds, window)
+
+
+def _simulation(
+    given: Inputs, later: Snapshot, seconds: float, changes: list[Change]
+) -> Simulation:
+    hours = seconds / 3600.0
+    return to_record(run(given, hours), given, later, hours=hours, changes=changes)
+
+
+def _prediction(peaks: list[Simulation], rates: list[Simulation], name: str) -> Prediction | None:
+    """``peaks`` and ``rates``: without and with the changes, over the window and over
+    :func:`rate_seconds`."""
+    old, new = (sim.relation(name) for sim in peaks)
+    old_rate, new_rate = (sim.relation(name) for sim in rates)
+    if old is None or new is None or old_rate is None or new_rate is None:
         return None
+    hours = rates[0].hours
     return Prediction(
         peak_dead_without=old.peak_dead,
         peak_dead_with=new.peak_dead,
-        vacuums_per_hour_without=old.vacuums / hours,
-        vacuums_per_hour_with=new.vacuums / hours,
+        vacuums_per_hour_without=old_rate.vacuums / hours,
+        vacuums_per_hour_with=new_rate.vacuums / hours,
+        rates_over_s=hours * 3600.0,
     )
 
 

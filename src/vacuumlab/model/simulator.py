@@ -60,8 +60,6 @@ PAGE_S: Final = 2e-5
 CHECKPOINT_S: Final = 300.0
 _CLEAN_AFTER_S: Final = 2.0 * CHECKPOINT_S  # changes spread over this long: all found clean
 
-_LAUNCH = 0  # an event's third field: 0 for a launch, else the version of a vacuum's end
-
 
 @dataclass(frozen=True, slots=True)
 class Subject:
@@ -309,7 +307,7 @@ class _Rel:
         self.v_worker: _Worker | None = None
         self.v_start = self.v_work = self.v_cost = self.v_done = self.v_at = self.v_speed = 0.0
         self.v_forced = self.v_nosleep = False
-        self.v_version = 0
+        self.v_version = 0  # the sequence number of the end event in force (0: none)
         self.vacuums = self.forced = 0
         self.starts: list[float] = []
         self.durations: list[float] = []
@@ -400,8 +398,10 @@ class Simulator:
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
         )  # fmt: skip
         solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
-        # (at, seq, 0 for a launch or the version of a vacuum's end, the relation or None)
-        events: list[tuple[float, int, int, _Rel | None]] = []
+        # (at, seq, the relation whose vacuum ends or None for a launch). An end is in force
+        # while its seq is the relation's v_version: a seq is never reused, so an end that was
+        # moved, or that belongs to an earlier vacuum of the relation, is passed over.
+        events: list[tuple[float, int, _Rel | None]] = []
         push, pop = heapq.heappush, heapq.heappop
         buckets: dict[int, list[_Rel]] = {}  # launch interval -> relations passing then
         drained = 0  # buckets below this one are empty
@@ -465,7 +465,7 @@ class Simulator:
             if todo:  # else the worker finds nothing to do and exits at once
                 next_table(_Worker(free.pop(), todo), at)
             seq += 1
-            push(events, (at + every, seq, _LAUNCH, None))
+            push(events, (at + every, seq, None))
 
         def next_table(worker: _Worker, at: float) -> None:
             nonlocal pending_launch
@@ -515,7 +515,6 @@ class Simulator:
             )
             r.v_start = r.v_at = at
             r.v_done = r.v_speed = 0.0
-            r.v_version = 0
             r.v_worker = worker
             r.running = True
             running.append(r)
@@ -531,9 +530,9 @@ class Simulator:
             # vacuum done yet.
             length = work + 0.0 if nosleep else work + cost / limit * r.delay_ms / 1000.0
             r.v_speed = 1.0 / length if length > 0 else math.inf
-            r.v_version = 1
             seq += 1
-            push(events, (at + length, seq, 1, r))
+            r.v_version = seq
+            push(events, (at + length, seq, r))
 
         def reschedule(r: _Rel, at: float, limit: float) -> None:
             """Bank the progress made at the old speed and schedule the end at the new one."""
@@ -548,9 +547,9 @@ class Simulator:
             else:
                 length = r.v_work + r.v_cost / limit * r.delay_ms / 1000.0
             r.v_speed = 1.0 / length if length > 0 else math.inf
-            r.v_version += 1
             seq += 1
-            push(events, (at + (1.0 - done) * length, seq, r.v_version, r))
+            r.v_version = seq
+            push(events, (at + (1.0 - done) * length, seq, r))
 
         def rebalance(at: float) -> None:
             """Re-split the cost limit among the balanced workers and move their ends."""
@@ -620,14 +619,14 @@ class Simulator:
 
         first = launcher.first_launch_s
         seq += 1
-        push(events, (every / 2 if first is None else first, seq, _LAUNCH, None))
+        push(events, (every / 2 if first is None else first, seq, None))
         while events and not (first_starts and unvacuumed == 0):
-            at, current, version, rel = pop(events)
+            at, current, rel = pop(events)
             if at > end:
                 break
             if rel is None:
                 launch(at)
-            elif rel.running and rel.v_version == version:  # else superseded: the end moved
+            elif rel.running and rel.v_version == current:  # else superseded or stale
                 finish(rel, at)
         return rels, spans, launches
 

@@ -46,12 +46,24 @@ class WindowFigures(Record):
 
 
 class Prediction(Record):
-    """The simulator over a window as long as the measured ones, without and with the changes."""
+    """The simulator from the advice's snapshots, without and with the changes: the peaks over a
+    window as long as the measured ones, the rates over a longer run (``rates_over_s``)."""
 
-    peak_dead_without: int
-    peak_dead_with: int
-    vacuums_per_hour_without: float
-    vacuums_per_hour_with: float
+    peak_dead_without: int = Field(
+        description="n_dead_tup at its highest over a simulated window as long as the measured "
+        "ones, starting at the advice's later snapshot, without the changes"
+    )
+    peak_dead_with: int = Field(description="the same, with the changes")
+    vacuums_per_hour_without: float = Field(
+        description="vacuums over a simulation of rates_over_s seconds, per hour, without the "
+        "changes (a window shorter than the naptime may hold no launch: no rate)"
+    )
+    vacuums_per_hour_with: float = Field(description="the same, with the changes")
+    rates_over_s: float | None = Field(
+        default=None,
+        description="how long the simulation the rates come from ran: at least an hour and five "
+        "launch intervals; None in records written when it was the window's length",
+    )
 
 
 class TableResult(Record):
