@@ -48,6 +48,7 @@ scenarios: $(VENV)/.installed-dev
 	$(BIN)/pytest tests/scenarios
 
 bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/against_start.py
 	$(BIN)/python bench/snapshot_scale.py
 	$(BIN)/python bench/churn_overhead.py
 	$(BIN)/python bench/advise_scale.py

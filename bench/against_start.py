@@ -1,8 +1,8 @@
 """The snapshot and the advisor at 10,000 tables, now against the code issue 10 started from,
 in turn on one server in one run: the ratio is the figure that travels between machines.
 
-Issue 10 set its goals on its author's machine: a snapshot of 10,000 tables in under 0.5 s
-(then 2.1 s) and the advisor in under 1 s (then 3.2 s), that is 4.2 and 3.2 times faster. A
+Issue 10 set its goals on the machine its figures came from: a snapshot of 10,000 tables in
+under 0.5 s (then 2.1 s) and the advisor in under 1 s (then 3.2 s), 4.2 and 3.2 times faster. A
 machine twice as slow doubles every figure but leaves the ratios, so this script measures
 both: it extracts ``src/`` of the starting revision (``--rev``, by default the last commit
 before issue 10's work, from this clone's history with ``git archive``), makes one database
