@@ -72,15 +72,23 @@ def table_database(sandbox: Sandbox, name: str, count: int) -> str:
     return dsn
 
 
-def tagged_calls(dsn: str) -> int:
+def tagged_total(dsn: str, column: str) -> float:
+    """The sum of pg_stat_statements' ``column`` over vacuumlab's tagged statements in ``dsn``'s
+    database."""
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
-            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
-            "WHERE query LIKE '%%/* vacuumlab:%%' AND dbid = "
-            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            sql.SQL(
+                "SELECT coalesce(sum({}), 0) FROM pg_stat_statements "
+                "WHERE query LIKE '%%/* vacuumlab:%%' AND dbid = "
+                "(SELECT oid FROM pg_database WHERE datname = current_database())"
+            ).format(sql.Identifier(column))
         ).fetchone()
         assert row is not None
-        return int(row[0])
+        return float(row[0])
+
+
+def tagged_calls(dsn: str) -> int:
+    return int(tagged_total(dsn, "calls"))
 
 
 def measure(dsn: str) -> tuple[float, int, int, int, float]:

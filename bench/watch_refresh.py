@@ -28,7 +28,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import Metric
 from psycopg import sql
 
-from snapshot_scale import table_database
+from snapshot_scale import table_database, tagged_total
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.live import LiveView
 from vacuumlab.watch.metrics import Scrape, families
@@ -91,14 +91,7 @@ def touch_some(dsn: str, count: int, round_: int) -> None:
 
 
 def server_seconds(dsn: str) -> float:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(
-            "SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements "
-            "WHERE query LIKE '%%/* vacuumlab:%%' AND dbid = "
-            "(SELECT oid FROM pg_database WHERE datname = current_database())"
-        ).fetchone()
-        assert row is not None
-        return float(row[0]) / 1000.0
+    return tagged_total(dsn, "total_exec_time") / 1000.0
 
 
 def refresh(source: Source, dsn: str) -> Figures:
