@@ -245,20 +245,21 @@ def tables(
     """The relations ``pick`` wants, in the order autovacuum would take them (queue_key); rows
     and the model's records are built for the first ``pick.limit`` only."""
     starts = predicted_starts(now, found.moving, horizon_s)
-    running, inf = now.running, math.inf
-    # queue_key(), written out: it runs for every relation picked.
+    running = now.running
     keyed = [
         (
-            (0, 0.0, rel is table.toast, 0.0, oid)
-            if oid in running
-            else (1, 0.0, rel is table.toast, 0.0, oid)
-            if due
-            else (2, starts.get(oid, inf), False, -share, oid),
+            queue_key(
+                running=rel.oid in running,
+                due=due,
+                is_toast=rel is table.toast,
+                oid=rel.oid,
+                start=starts.get(rel.oid),
+                progress=share,
+            ),
             standing,
         )
         for standing in found.picked
         for table, rel, _, due, share in (standing,)
-        for oid in (rel.oid,)
     ]
     limit = pick.limit
     if limit is not None and 0 <= limit < len(keyed):
