@@ -9,8 +9,7 @@ from typing import TypeVar
 
 from psycopg import sql
 
-from vacuumlab.pg import queries
-from vacuumlab.pg.connect import Params, Session, VersionTooOld
+from vacuumlab.pg.connect import Params, Session
 from vacuumlab.records.probes import (
     DeadTuples,
     LockHeld,
@@ -30,9 +29,7 @@ def fetch_in_schema(
 ) -> list[T]:
     """Question ``name`` about an extension's view or function, which lives in ``schema``:
     the file says ``{schema}`` where the quoted name goes."""
-    text = queries.get(name, session.info.version_num)
-    if text is None:
-        raise VersionTooOld(name, session.info.version_num)
+    text = session.text_of(name)
     return session.query(sql.SQL(text).format(schema=sql.Identifier(schema)), record, params)
 
 

@@ -112,10 +112,8 @@ def sized_query(session: Session, name: str, sizes: Sizes) -> sql.Composed:
     the role may call pg_stat_file(), else by pg_relation_size(). At 10,000 tables and as
     many TOAST relations, in a new session, the files take about a third of the server time
     pg_relation_size() does (bench/snapshot_scale.py)."""
-    text = queries.get(name, session.info.version_num)
-    if text is None:
-        raise VersionTooOld(name, session.info.version_num)
-    return with_sizes(text, by_file=sizes == "measured" and session.info.can_stat_files)
+    by_file = sizes == "measured" and session.info.can_stat_files
+    return with_sizes(session.text_of(name), by_file=by_file)
 
 
 def with_sizes(text: str, *, by_file: bool) -> sql.Composed:

@@ -53,10 +53,14 @@ class Session:
 
     def fetch(self, name: str, record: type[T], params: Params = None) -> list[T]:
         """Run question ``name`` in the version its server needs; rows become ``record``."""
+        return self.query(self.text_of(name), record, params)
+
+    def text_of(self, name: str) -> str:
+        """Question ``name``'s SQL in the version this server needs (VersionTooOld: none)."""
         text = queries.get(name, self.info.version_num)
         if text is None:
             raise VersionTooOld(name, self.info.version_num)
-        return self.query(text, record, params)
+        return text
 
     def rows(self, query: Query, params: Params = None) -> tuple[list[str], list[tuple[Any, ...]]]:
         """A statement's column names and rows as the server sent them (tuples)."""
