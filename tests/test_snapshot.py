@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -12,11 +13,12 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conftest import execute, xmin_holder
-from vacuumlab.collect.snapshot import PROBES, collect, with_sizes
+from vacuumlab.collect.snapshot import PROBES, Kept, TableRows, collect, sized_query, with_sizes
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.pg import connect as connect_module
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
-from vacuumlab.records.snapshot import Snapshot, Table, parse_snapshot
+from vacuumlab.records.snapshot import Relation, Snapshot, Table, parse_snapshot
 
 SCENARIO = (
     # Dead tuples that stay: autovacuum is off for the table; ANALYZE counts them.
@@ -162,6 +164,12 @@ def test_query_count_does_not_grow_with_tables(embedded_database: str) -> None:
     assert statements() == few == len(PROBES) + 1  # one per probe, plus the server info
 
 
+#: What moves with every transaction anywhere, left out where two snapshots are compared.
+AGED = {
+    "heap": {"frozenxid_age", "minmxid_age"},
+    "toast": {"frozenxid_age", "minmxid_age"},
+}
+
 #: Tables whose sizes the snapshot must give exactly as PostgreSQL's own functions do, each
 #: built so that one shortcut taken wrongly would show: pg_class.relpages says 0 pages for
 #: the heap and 1 per index of every table here that no vacuum or analyze has seen.
@@ -234,6 +242,49 @@ def test_sizes_are_postgresqls_own(database: str, by_file: bool) -> None:
     assert tables["emptied"].heap.heap_bytes == 0
     assert tables["emptied"].heap.index_bytes > block  # type: ignore[operator]
     assert tables["unlogged"].heap.heap_bytes > 0 < tables["rewritten"].heap.heap_bytes  # type: ignore[operator]
+
+
+def test_rows_in_any_order_and_chunks_make_the_same_relations(embedded_database: str) -> None:
+    """A heap's TOAST bytes come from its TOAST relation's row, which the query sends first;
+    rows that come the other way round, in chunks of any size, still make the same records,
+    kept or not."""
+    execute(embedded_database, *SIZED)
+    with connect(embedded_database) as session:
+        text = sized_query(session, "tables", "measured")
+        (names, rows), *rest = session.chunks(text, {"measure": True}, size=100_000)
+    assert not rest
+    toast_rows = [i for i, row in enumerate(rows) if row[names.index("toast_of")] is not None]
+    assert toast_rows == list(range(len(toast_rows))) != []  # TOAST relations first
+
+    def built(order: list[tuple[Any, ...]], size: int, kept: Kept | None) -> list[Relation]:
+        made = TableRows(kept)
+        for at in range(0, len(order), size):
+            made.add(names, order[at : at + size])
+        return sorted(made.done(), key=lambda r: r.oid)
+
+    expected = built(rows, len(rows), None)
+    wide = next(r for r in expected if r.name == "written")
+    assert (wide.toast_bytes or 0) > 8192
+    heaps_first = rows[len(toast_rows) :] + rows[: len(toast_rows)]
+    kept = Kept()
+    assert built(heaps_first, 3, None) == expected
+    assert built(heaps_first, 2, kept) == expected
+    assert built(rows, 5, kept) == expected  # kept from heaps-first rows, now in order
+    assert built(heaps_first, 7, kept) == expected
+
+
+def test_an_older_libpq_gets_the_rows_whole_and_the_same_snapshot(
+    embedded_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq before 17 cannot send rows in chunks: the tables come in one list, the same."""
+    execute(embedded_database, *SIZED)
+    streamed = snapshot_of(embedded_database)
+    monkeypatch.setattr(connect_module, "CHUNKED_LIBPQ", 10**9)
+    whole = snapshot_of(embedded_database)
+    assert len(whole.tables) == 7
+    assert [t.model_dump(exclude=AGED) for t in whole.tables] == [
+        t.model_dump(exclude=AGED) for t in streamed.tables
+    ]
 
 
 def test_snapshot_session_is_read_only(database: str) -> None:

@@ -78,11 +78,7 @@ def _collect(session: Session, sizes: Sizes, kept: Kept | None) -> m.Snapshot:
         rows: list[Any]
         try:
             if probe.sized:
-                text = sized_query(session, probe.query, sizes)
-                if kept is not None:
-                    rows = kept.relations(*session.rows(text, params))
-                else:
-                    rows = session.query(text, probe.record, params)
+                rows = relations(session, sized_query(session, probe.query, sizes), params, kept)
             else:
                 rows = session.fetch(probe.query, probe.record, params)
         except VacuumlabError as exc:
@@ -120,9 +116,79 @@ def with_sizes(text: str, *, by_file: bool) -> sql.Composed:
     """A tables query's text with its two size expressions filled in (see sized_query)."""
     size = sql.SQL(queries.fragment("file_bytes" if by_file else "relation_bytes"))
     return sql.SQL(text).format(
-        heap_bytes=size.format(rel=sql.Identifier("r")),
-        index_bytes=size.format(rel=sql.Identifier("c")),
+        heap_bytes=size.format(rel=sql.Identifier("c")),
+        index_bytes=size.format(rel=sql.Identifier("i_c")),
     )
+
+
+#: Rows of the tables question made into relations at a time, while the server computes the
+#: next ones (see relations()).
+CHUNK_ROWS = 1000
+
+
+def relations(
+    session: Session, text: sql.Composed, params: dict[str, Any] | None, kept: Kept | None
+) -> list[m.Relation]:
+    """The tables question's relations, validated (or kept) a chunk of rows at a time as the
+    server sends them. The query computes its rows one relation at a time (tables.sql), so
+    the client's validation runs beside the server's work instead of after it. Measured side
+    by side at 10,000 tables: 0.20 s for the statement and its records, against 0.30 s for
+    the same rows fetched whole, then validated."""
+    built = TableRows(kept)
+    for names, rows in session.chunks(text, params, size=CHUNK_ROWS):
+        built.add(names, rows)
+    return built.done()
+
+
+class TableRows:
+    """The relations of the tables question's rows, built as the rows come. A heap's
+    ``toast_bytes`` is its TOAST relation's heap and index bytes, added here from the TOAST
+    relation's own row, which the query sends first. A TOAST row that comes after its heap's
+    all the same (the query has no ORDER BY) makes the heap's record again once every row is
+    in."""
+
+    def __init__(self, kept: Kept | None) -> None:
+        self.kept = kept
+        self.found: list[m.Relation] = []
+        #: Each table's TOAST bytes, by the table's oid (None: its TOAST relation was locked).
+        self.toast_bytes: dict[int, int | None] = {}
+        #: Each heap's place in ``found``, by oid.
+        self.heaps: dict[int, int] = {}
+        #: Heaps whose TOAST row came after theirs.
+        self.late: list[int] = []
+        if kept is not None:
+            kept.begin()
+
+    def add(self, names: list[str], rows: list[tuple[Any, ...]]) -> None:
+        toast_of, heap_bytes, index_bytes, toast_bytes = (
+            names.index(name) for name in ("toast_of", "heap_bytes", "index_bytes", "toast_bytes")
+        )
+        filled: list[tuple[Any, ...]] = []
+        for row in rows:
+            table = row[toast_of]
+            if table is not None:
+                heap, index = row[heap_bytes], row[index_bytes]
+                self.toast_bytes[table] = None if heap is None or index is None else heap + index
+                if table in self.heaps:
+                    self.late.append(table)
+            else:
+                self.heaps[row[0]] = len(self.found) + len(filled)
+                size = self.toast_bytes.get(row[0])
+                if size is not None:
+                    row = (*row[:toast_bytes], size, *row[toast_bytes + 1 :])
+            filled.append(row)
+        if self.kept is not None:
+            self.found += self.kept.relations(names, filled)
+        else:
+            self.found += records_of(m.Relation, names, filled)
+
+    def done(self) -> list[m.Relation]:
+        for table in self.late:
+            at = self.heaps[table]
+            self.found[at] = _replaced(self.found[at], toast_bytes=self.toast_bytes[table])
+        if self.kept is not None:
+            self.kept.end()
+        return self.found
 
 
 #: The tables query's last columns: they move with every transaction anywhere (age()), so a
@@ -135,10 +201,17 @@ class Kept:
     built from, by oid. A row that comes back the same but for its ages (most, between two
     refreshes seconds apart) keeps its record, copied with the new ages, rather than being
     validated again: at 20,000 relations, with every age moved, the snapshot's client time
-    falls from 0.27 to 0.16 s. Records are immutable, so two snapshots may share one."""
+    falls from 0.27 to 0.16 s. Records are immutable, so two snapshots may share one.
+
+    A collect calls :meth:`begin`, then :meth:`relations` for each chunk of rows, then
+    :meth:`end`; one that fails before its end leaves the previous relations in place."""
 
     def __init__(self) -> None:
         self.rows: dict[int, tuple[tuple[Any, ...], m.Relation]] = {}
+        self._next: dict[int, tuple[tuple[Any, ...], m.Relation]] = {}
+
+    def begin(self) -> None:
+        self._next = {}
 
     def relations(self, names: list[str], rows: list[tuple[Any, ...]]) -> list[m.Relation]:
         if tuple(names[-len(AGES) :]) != AGES or names[0] != "oid":
@@ -155,24 +228,28 @@ class Kept:
                 continue
             rel = hit[1]
             if (rel.frozenxid_age, rel.minmxid_age) != row[cut:]:
-                rel = _with_ages(rel, row[cut:])
+                rel = _replaced(rel, frozenxid_age=row[cut], minmxid_age=row[cut + 1])
             found.append(rel)
         made = records_of(m.Relation, names, [rows[i] for i in fresh])
         for i, rel in zip(fresh, made, strict=True):
             found[i] = rel
         done = [rel for rel in found if rel is not None]
-        self.rows = {row[0]: (row[:cut], rel) for row, rel in zip(rows, done, strict=True)}
+        self._next.update((row[0], (row[:cut], rel)) for row, rel in zip(rows, done, strict=True))
         return done
 
+    def end(self) -> None:
+        self.rows, self._next = self._next, {}
 
-def _with_ages(rel: m.Relation, ages: tuple[Any, ...]) -> m.Relation:
-    """``rel`` with other ages, as pydantic's own shallow copy makes it (BaseModel.__copy__)
-    but sharing what no one changes: model_copy() took longer than validating the row anew.
-    The ages are the server's bigints, so they need no validation; the set of fields given
-    is the same, and a frozen record never changes it."""
+
+def _replaced(rel: m.Relation, **values: Any) -> m.Relation:
+    """``rel`` with other ``values``, as pydantic's own shallow copy makes it
+    (BaseModel.__copy__) but sharing what no one changes: model_copy() took longer than
+    validating the row anew. The values are the server's own (bigint ages, sums of bigint
+    sizes), of the fields' types already; the set of fields given is the same, and a frozen
+    record never changes it."""
     new = m.Relation.__new__(m.Relation)
     fields = rel.__dict__.copy()
-    fields["frozenxid_age"], fields["minmxid_age"] = ages
+    fields.update(values)
     object.__setattr__(new, "__dict__", fields)
     object.__setattr__(new, "__pydantic_extra__", None)  # extra="forbid"
     object.__setattr__(new, "__pydantic_fields_set__", rel.__pydantic_fields_set__)

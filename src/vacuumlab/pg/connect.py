@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import namedtuple
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Self, TypeVar
@@ -26,6 +26,8 @@ from vacuumlab.records.snapshot import ServerInfo
 
 APPLICATION_NAME = "vacuumlab"
 MIN_VERSION_NUM = 130000
+#: The first libpq that sends a statement's rows in chunks as they come (Session.chunks).
+CHUNKED_LIBPQ = 170000
 T = TypeVar("T")
 #: Query parameters: positional (%s) or named (%(name)s).
 Params = Sequence[Any] | Mapping[str, Any] | None
@@ -62,13 +64,31 @@ class Session:
             raise VersionTooOld(name, self.info.version_num)
         return text
 
-    def rows(self, query: Query, params: Params = None) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """A statement's column names and rows as the server sent them (tuples)."""
+    def chunks(
+        self, query: Query, params: Params = None, *, size: int
+    ) -> Iterator[tuple[list[str], list[tuple[Any, ...]]]]:
+        """A statement's rows in lists of up to ``size``, each with the column names, as the
+        server sends them: the caller works on one list while the server computes the next.
+        No rows, no lists. Chunked rows need libpq 17 (psycopg[binary] ships a newer one);
+        with an older libpq the rows come in one list, after the statement ends."""
         with self.conn.cursor() as cur:
             self.statements += 1
-            cur.execute(query, params)
-            names = [column.name for column in cur.description or ()]
-            return names, cur.fetchall()
+            if psycopg.pq.version() < CHUNKED_LIBPQ:
+                cur.execute(query, params)
+                if rows := cur.fetchall():
+                    yield [column.name for column in cur.description or ()], rows
+                return
+            names: list[str] = []
+            chunk: list[tuple[Any, ...]] = []
+            for row in cur.stream(query, params, size=size):
+                if not names:
+                    names = [column.name for column in cur.description or ()]
+                chunk.append(row)
+                if len(chunk) == size:
+                    yield names, chunk
+                    chunk = []
+            if chunk:
+                yield names, chunk
 
     def query(self, query: Query, record: type[T], params: Params = None) -> list[T]:
         if isinstance(record, type) and issubclass(record, BaseModel):
