@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -13,12 +14,20 @@ from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from conftest import execute, xmin_holder
-from vacuumlab.collect.snapshot import PROBES, Kept, TableRows, collect, sized_query, with_sizes
+from vacuumlab.collect.snapshot import (
+    PROBES,
+    Kept,
+    TableRows,
+    collect,
+    in_name_order,
+    sized_query,
+    with_sizes,
+)
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import connect as connect_module
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
-from vacuumlab.records.snapshot import Relation, Snapshot, Table, parse_snapshot
+from vacuumlab.records.snapshot import Snapshot, Table, parse_snapshot
 
 SCENARIO = (
     # Dead tuples that stay: autovacuum is off for the table; ANALYZE counts them.
@@ -256,15 +265,17 @@ def test_rows_in_any_order_and_chunks_make_the_same_relations(embedded_database:
     toast_rows = [i for i, row in enumerate(rows) if row[names.index("toast_of")] is not None]
     assert toast_rows == list(range(len(toast_rows))) != []  # TOAST relations first
 
-    def built(order: list[tuple[Any, ...]], size: int, kept: Kept | None) -> list[Relation]:
+    def built(order: list[tuple[Any, ...]], size: int, kept: Kept | None) -> list[Table]:
         made = TableRows(kept)
         for at in range(0, len(order), size):
             made.add(names, order[at : at + size])
-        return sorted(made.done(), key=lambda r: r.oid)
+        return in_name_order(made.done())
 
     expected = built(rows, len(rows), None)
-    wide = next(r for r in expected if r.name == "written")
-    assert (wide.toast_bytes or 0) > 8192
+    wide = next(t for t in expected if t.heap.name == "written")
+    assert wide.toast is not None
+    assert wide.heap.toast_bytes == (wide.toast.heap_bytes or 0) + (wide.toast.index_bytes or 0)
+    assert (wide.heap.toast_bytes or 0) > 8192
     heaps_first = rows[len(toast_rows) :] + rows[: len(toast_rows)]
     kept = Kept()
     assert built(heaps_first, 3, None) == expected
@@ -285,6 +296,37 @@ def test_an_older_libpq_gets_the_rows_whole_and_the_same_snapshot(
     assert [t.model_dump(exclude=AGED) for t in whole.tables] == [
         t.model_dump(exclude=AGED) for t in streamed.tables
     ]
+
+
+def test_statistics_times_and_options_read_as_the_server_gives_them(database: str) -> None:
+    """The tables come in PostgreSQL's binary formats: each timestamp is the instant, and
+    prints with the offset, that the text format gives, in a time zone that is not UTC;
+    options, counters and names are the same values."""
+    execute(
+        database,
+        sql.SQL("ALTER DATABASE {} SET timezone = 'America/St_Johns'").format(
+            sql.Identifier(conninfo_to_dict(database)["dbname"])
+        ),
+        "CREATE TABLE t (id int PRIMARY KEY, note text)"
+        " WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01)",
+        "INSERT INTO t SELECT i, repeat('x', i) FROM generate_series(1, 500) i",
+        "DELETE FROM t WHERE id % 5 = 0",
+        "VACUUM t",
+        "ANALYZE t",
+    )
+    columns = ("last_vacuum", "last_analyze", "vacuum_count", "analyze_count", "n_tup_del")
+    query = f"SELECT {', '.join(columns)} FROM pg_stat_all_tables WHERE relid = 't'::regclass"
+    snap = until(database, lambda s: table(s, "t").heap.last_analyze is not None)
+    with psycopg.connect(database) as conn:  # text format
+        expected = conn.execute(query).fetchone()
+        assert conn.execute("SHOW timezone").fetchone() == ("America/St_Johns",)
+    assert expected is not None
+    heap = table(snap, "t").heap
+    got = tuple(getattr(heap, c) for c in columns)
+    assert got == expected
+    assert [v.isoformat() for v in got[:2]] == [v.isoformat() for v in expected[:2]]
+    assert expected[0].utcoffset() != timedelta(0)
+    assert heap.reloptions == {"fillfactor": "70", "autovacuum_vacuum_scale_factor": "0.01"}
 
 
 def test_snapshot_session_is_read_only(database: str) -> None:

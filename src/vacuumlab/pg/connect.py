@@ -65,22 +65,24 @@ class Session:
         return text
 
     def chunks(
-        self, query: Query, params: Params = None, *, size: int
+        self, query: Query, params: Params = None, *, size: int, binary: bool = False
     ) -> Iterator[tuple[list[str], list[tuple[Any, ...]]]]:
         """A statement's rows in lists of up to ``size``, each with the column names, as the
         server sends them: the caller works on one list while the server computes the next.
         No rows, no lists. Chunked rows need libpq 17 (psycopg[binary] ships a newer one);
-        with an older libpq the rows come in one list, after the statement ends."""
+        with an older libpq the rows come in one list, after the statement ends. ``binary``:
+        values in PostgreSQL's binary formats, which psycopg reads with less work than text
+        (timestamps most of all)."""
         with self.conn.cursor() as cur:
             self.statements += 1
             if psycopg.pq.version() < CHUNKED_LIBPQ:
-                cur.execute(query, params)
+                cur.execute(query, params, binary=binary)
                 if rows := cur.fetchall():
                     yield [column.name for column in cur.description or ()], rows
                 return
             names: list[str] = []
             chunk: list[tuple[Any, ...]] = []
-            for row in cur.stream(query, params, size=size):
+            for row in cur.stream(query, params, size=size, binary=binary):
                 if not names:
                     names = [column.name for column in cur.description or ()]
                 chunk.append(row)
