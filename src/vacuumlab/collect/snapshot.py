@@ -132,7 +132,8 @@ def tables(
     of rows at a time as the server sends them. The query computes its rows one relation at
     a time (tables.sql), so the client's work runs beside the server's instead of after it.
     Measured side by side at 10,000 tables: 0.20 s for the statement and its records,
-    against 0.30 s for the same rows fetched whole, then validated."""
+    against 0.32-0.37 s for the query before it (sizes grouped over every relation first),
+    its rows fetched whole and then validated."""
     built = TableRows(kept)
     for names, rows in session.chunks(text, params, size=CHUNK_ROWS, binary=True):
         built.add(names, rows)
