@@ -32,6 +32,7 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy bench/*.py
 	$(BIN)/lint-imports --no-cache
 
 # pytest exits 5 when a filter selects no test: that is not a failure.

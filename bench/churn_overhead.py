@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
+from vacuumlab.records.churn import ChurnConfig, Step
 from vacuumlab.store import Store
-from vacuumlab.studies.churn import SCRIPT, ChurnRun, _create_table, make_config
-from vacuumlab.studies.churn_spec import Step
+from vacuumlab.studies.churn import SCRIPT, ChurnRun, _create_table
 
 NO_AUTOVACUUM = Step("autovacuum off", {"autovacuum": "off"})
 
@@ -39,13 +40,15 @@ def bare(sandbox: Sandbox, work: Path, seconds: int, clients: int, jobs: int) ->
 
 
 def measured(sandbox: Sandbox, store: Store, seconds: int, clients: int, jobs: int) -> float:
-    config = make_config(
-        "quick", steps=(NO_AUTOVACUUM,), seconds=seconds, warmup=0, backlog=100_000,
-        clients=clients, jobs=jobs,
+    config = replace(
+        ChurnConfig.presets()["quick"], steps=(NO_AUTOVACUUM,), seconds=seconds, warmup=0,
+        backlog=100_000, clients=clients, jobs=jobs,
     )  # fmt: skip
     run_id = ChurnRun(config, Target.of_sandbox(sandbox), store).execute()
     [point] = store.points(run_id)
-    return float(point.metrics["tps"])
+    tps = point.metrics["tps"]
+    assert isinstance(tps, int | float)
+    return float(tps)
 
 
 def main() -> None:
@@ -53,7 +56,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    defaults = make_config("quick")
+    defaults = ChurnConfig.presets()["quick"]
     clients, jobs = defaults.clients, defaults.jobs
     results: dict[str, list[float]] = {"bare": [], "vacuumlab": []}
     with (

@@ -133,7 +133,7 @@ def measure(dsn: str, count: int, repeat: int) -> Figures:
     source.close()
 
     def median(field: str) -> float:
-        return statistics.median(getattr(r, field) for r in runs)
+        return float(statistics.median(getattr(r, field) for r in runs))
 
     return Figures(
         snapshot=median("snapshot"),

@@ -85,7 +85,8 @@ async def screen_times(refresh: Refresh) -> tuple[float, float, float]:
 async def busy_key(source: Source) -> float:
     """Median wall seconds of a sort key over a no-op key, while refreshes run back to back."""
     app = WatchApp(source.refresh, every_s=0.01, on_exit=source.close)
-    sorts, noops = [], []
+    sorts: list[float] = []
+    noops: list[float] = []
     async with app.run_test(size=SIZE) as pilot:
         while app.latest is None:
             await pilot.pause(0.1)
@@ -97,7 +98,7 @@ async def busy_key(source: Source) -> float:
                 found.append(time.perf_counter() - start)
                 await pilot.pause(0.3)
         await pilot.press("q")
-    return max(statistics.median(sorts) - statistics.median(noops), 0.0)
+    return float(max(statistics.median(sorts) - statistics.median(noops), 0.0))
 
 
 def record_time(refresh: Refresh, path: Path) -> tuple[float, int]:
@@ -145,7 +146,7 @@ def measure(dsn: str, count: int, repeat: int, scratch: Path) -> Figures:
     busy = asyncio.run(busy_key(source))  # the refresher's thread closes the source
 
     def median(name: str) -> float:
-        return statistics.median(getattr(r, name) for r in runs)
+        return float(statistics.median(getattr(r, name) for r in runs))
 
     return Figures(
         median("refresh"),
