@@ -25,7 +25,13 @@ from pathlib import Path
 
 import psycopg
 
-from snapshot_scale import against, statements_line, table_database, tagged_calls
+from snapshot_scale import (
+    against,
+    asked_in_halves,
+    statements_line,
+    table_database,
+    tagged_calls,
+)
 from vacuumlab.advise import advise
 from vacuumlab.collect.advice import TIMEOUTS, collect_advice
 from vacuumlab.collect.snapshot import collect
@@ -49,6 +55,7 @@ class Result:
     advise_seconds: float  # median of the pure advise() on one snapshot, no server
     markdown_seconds: float
     html_seconds: float
+    halved: bool  # the tables question asked in two halves (a large catalog)
 
 
 def prepare(sandbox: Sandbox, count: int) -> str:
@@ -72,6 +79,7 @@ def measure(dsn: str, count: int, repeat: int) -> Result:
     tagged = tagged_calls(dsn) // repeat  # before the snapshot below adds its own
     with connect(dsn, timeouts=TIMEOUTS, application_name="vacuumlab-bench") as session:
         snapshot = collect(session)
+        halved = asked_in_halves(session)
     pure = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -86,6 +94,7 @@ def measure(dsn: str, count: int, repeat: int) -> Result:
         statistics.median(pure),
         _timed(render_markdown, advice),
         _timed(render_html, advice),
+        halved,
     )
 
 
@@ -116,8 +125,9 @@ def report(results: list[Result]) -> None:
             + f"; of which advise() {r.advise_seconds:.2f} s; "
             f"render Markdown {r.markdown_seconds:.2f} s, HTML {r.html_seconds:.2f} s"
         )
-    print(statements_line({r.tables: r.statements for r in results}))
-    print(statements_line({r.tables: r.tagged for r in results}) + " by pg_stat_statements")
+    halved = {r.tables: r.halved for r in results}
+    print(statements_line({r.tables: r.statements for r in results}, halved))
+    print(statements_line({r.tables: r.tagged for r in results}, halved) + " by pg_stat_statements")
 
 
 def main() -> None:

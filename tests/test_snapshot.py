@@ -260,15 +260,20 @@ def test_rows_in_any_order_and_chunks_make_the_same_relations(embedded_database:
     execute(embedded_database, *SIZED)
     with connect(embedded_database) as session:
         text = sized_query(session, "tables", "measured")
-        (names, rows), *rest = session.chunks(text, {"measure": True}, size=100_000)
+        params = {"measure": True, "parts": 1, "part": 0}
+        (names, rows), *rest = session.chunks(text, params, size=100_000)
     assert not rest
     toast_rows = [i for i, row in enumerate(rows) if row[names.index("toast_of")] is not None]
     assert toast_rows == list(range(len(toast_rows))) != []  # TOAST relations first
 
     def built(order: list[tuple[Any, ...]], size: int, kept: Kept | None) -> list[Table]:
+        if kept is not None:
+            kept.begin()
         made = TableRows(kept)
         for at in range(0, len(order), size):
             made.add(names, order[at : at + size])
+        if kept is not None:
+            kept.end()
         return in_name_order(made.done())
 
     expected = built(rows, len(rows), None)
@@ -476,7 +481,8 @@ def test_foreign_snapshots_are_refused(raw: object, message: str) -> None:
 #: Values for the parameters a query file takes: pg_class has an oid every server knows.
 PARAMS = {"relid": 1259, "name": "pgstattuple", "relation": "pg_class", "names": ["autovacuum"],
           "since": None, "pid": 0, "schema": "pg_catalog", "prefix": "SELECT",
-          "relids": [1259], "oids": [1259], "tables": ["pg_class"], "measure": True}  # fmt: skip
+          "relids": [1259], "oids": [1259], "tables": ["pg_class"], "measure": True,
+          "parts": 1, "part": 0}  # fmt: skip
 
 
 def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import class_row
+from psycopg.rows import class_row, dict_row
 from pydantic import BaseModel, TypeAdapter
 
 from vacuumlab.errors import VacuumlabError
@@ -44,6 +44,15 @@ class Timeouts:
     connect_s: int = 5
 
 
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """How a session was opened, so that a sibling opens the same way."""
+
+    read_only: bool = True
+    timeouts: Timeouts = Timeouts()
+    application_name: str = APPLICATION_NAME
+
+
 @dataclass
 class Session:
     """An open connection, what it learnt of its server, and how many statements it ran."""
@@ -52,6 +61,40 @@ class Session:
     info: ServerInfo
     dsn: str
     statements: int = field(default=0)
+    opening: Opening = field(default=Opening())
+    #: The size of this database's pg_class when the session opened: how many relations a
+    #: catalog-wide question has to go through.
+    catalog_bytes: int = 0
+    #: The sibling session: not yet opened (None), opened, or refused (False).
+    _sibling: Session | bool | None = field(default=None, repr=False)
+
+    def sibling(self) -> Session | None:
+        """A second session to the same database, opened as this one was (read-only, the same
+        timeouts and name), for a question split in two that the server answers on two
+        processes at once. It stays open until this session closes. None if it cannot be
+        opened (a connection limit, say), then and for the rest of this session: the caller
+        asks the whole question here instead."""
+        if self._sibling is None:
+            try:
+                conn = _open(self.dsn, self.opening)
+            except VacuumlabError:
+                self._sibling = False
+                return None
+            self._sibling = Session(
+                conn=conn, info=self.info, dsn=self.dsn, opening=self.opening, _sibling=False
+            )
+        return self._sibling if isinstance(self._sibling, Session) else None
+
+    @property
+    def sibling_refused(self) -> bool:
+        """A sibling could not be opened, or was lost, and none will be tried again."""
+        return self._sibling is False
+
+    def forget_sibling(self) -> None:
+        """Close the sibling, whose connection was lost, and open none again."""
+        if isinstance(self._sibling, Session):
+            self._sibling.close()
+        self._sibling = False
 
     def fetch(self, name: str, record: type[T], params: Params = None) -> list[T]:
         """Run question ``name`` in the version its server needs; rows become ``record``."""
@@ -117,6 +160,8 @@ class Session:
         return None if row is None else row[0]
 
     def close(self) -> None:
+        if isinstance(self._sibling, Session):
+            self._sibling.close()
         self.conn.close()
 
     def __enter__(self) -> Self:
@@ -178,14 +223,28 @@ def connect(
     application_name: str = APPLICATION_NAME,
 ) -> Session:
     """Open an autocommit session and learn its server, or raise a one-line VacuumlabError."""
+    opening = Opening(read_only, timeouts, application_name)
+    conn = _open(dsn, opening)
+    try:
+        info, catalog_bytes = _server_info(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return Session(
+        conn=conn, info=info, dsn=dsn, statements=1, opening=opening, catalog_bytes=catalog_bytes
+    )
+
+
+def _open(dsn: str, opening: Opening) -> psycopg.Connection[Any]:
+    timeouts = opening.timeouts
     options = f"-c statement_timeout={timeouts.statement_ms} -c lock_timeout={timeouts.lock_ms}"
-    if read_only:
+    if opening.read_only:
         options += " -c default_transaction_read_only=on"
     try:
-        conn = psycopg.connect(
+        return psycopg.connect(
             dsn,
             autocommit=True,
-            application_name=application_name,
+            application_name=opening.application_name,
             options=options,
             connect_timeout=timeouts.connect_s,
         )
@@ -193,15 +252,10 @@ def connect(
         raise VacuumlabError(f"invalid connection string: {first_line(exc)}") from None
     except psycopg.OperationalError as exc:
         raise VacuumlabError(f"cannot connect to {redact(dsn)}: {first_line(exc)}") from None
-    try:
-        info = _server_info(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return Session(conn=conn, info=info, dsn=dsn, statements=1)
 
 
-def _server_info(conn: psycopg.Connection[Any]) -> ServerInfo:
+def _server_info(conn: psycopg.Connection[Any]) -> tuple[ServerInfo, int]:
+    """The server's facts, and the size of this database's pg_class in bytes."""
     version_num = conn.info.server_version
     if version_num < MIN_VERSION_NUM:
         raise VacuumlabError(
@@ -209,11 +263,12 @@ def _server_info(conn: psycopg.Connection[Any]) -> ServerInfo:
         )
     text = queries.get("server_info", version_num)
     assert text is not None
-    with conn.cursor(row_factory=class_row(ServerInfo)) as cur:
+    with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(text)
         row = cur.fetchone()
     assert row is not None
-    return row
+    catalog_bytes = row.pop("catalog_bytes")
+    return ServerInfo.model_validate(row), catalog_bytes
 
 
 def first_line(exc: BaseException) -> str:

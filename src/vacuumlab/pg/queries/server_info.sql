@@ -1,4 +1,6 @@
--- Who and what the server is, learnt once per session (13+).
+-- Who and what the server is, learnt once per session (13+), and how large this database's
+-- pg_class is (pg/connect.py: not part of ServerInfo; the snapshot splits its tables question
+-- in two on a large catalog).
 SELECT current_setting('server_version_num')::int AS version_num,
        version() AS version,
        current_database() AS database,
@@ -17,4 +19,5 @@ SELECT current_setting('server_version_num')::int AS version_num,
                 AND c.relname IN ('pg_class', 'pg_stat_all_tables', 'pg_stat_io',
                                   'pg_stat_wal', 'pg_stat_checkpointer', 'pg_stat_bgwriter',
                                   'pg_stat_progress_vacuum', 'pg_stat_activity')
-                AND a.attnum > 0 AND NOT a.attisdropped) AS columns
+                AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+       pg_relation_size('pg_catalog.pg_class') AS catalog_bytes

@@ -16,6 +16,10 @@
 -- opened. autovacuum itself decides from pg_class and the statistics alone
 -- (relation_needs_vacanalyze() in autovacuum.c).
 --
+-- With parts 2, the question is asked in two halves, part 0 and part 1, on two sessions at
+-- once (collect/snapshot.py): each table and its TOAST relation fall in the same half, by a
+-- hash of the table's oid.
+--
 -- The two expressions in braces measure relation c and index i_c: collect/snapshot.py fills
 -- them in from queries/fragments/, pg_relation_size() or, for a role allowed to call
 -- pg_stat_file(), the size of the relation's file read without opening it (file_bytes.sql).
@@ -34,6 +38,8 @@ WITH locked AS (
      WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
        AND n.nspname NOT IN ('pg_catalog', 'information_schema')
        AND n.nspname !~ '^pg_toast'
+       -- Part ``part`` of ``parts`` (0 of 1: all), each table with its TOAST relation.
+       AND mod(hashoid(c.oid)::bigint + 2147483648, %(parts)s) = %(part)s
 ), listed AS (
     -- Each branch takes every column from its own scan, so that no join later reorders the
     -- rows: the TOAST relations (the first branch) come first.
