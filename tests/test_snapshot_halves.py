@@ -15,7 +15,7 @@ from psycopg.conninfo import make_conninfo
 
 from conftest import execute
 from vacuumlab.collect import snapshot as snapshot_module
-from vacuumlab.collect.snapshot import SPLIT_CATALOG_BYTES, collect, sized_query
+from vacuumlab.collect.snapshot import SPLIT_CATALOG_BYTES, Kept, collect, sized_query
 from vacuumlab.pg.connect import Session, connect
 from vacuumlab.records.snapshot import Snapshot
 
@@ -154,3 +154,26 @@ def test_a_lost_sibling_has_its_half_asked_here(embedded_database: str, halved: 
         assert session.sibling_refused
         assert session.sibling() is None
     assert comparable(second) == comparable(first)
+
+
+def test_kept_relations_across_halves(
+    embedded_database: str, halved: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live view's refreshes keep their relations when the two halves fill one Kept from
+    two threads: every relation is kept, and a refresh gives the tables a whole one does."""
+    execute(embedded_database, *TABLES)
+    kept = Kept()
+    with connect(embedded_database) as session:
+        first = collect(session, kept=kept)
+        assert len(kept.rows) == 80  # 40 heaps and their TOAST relations
+        execute(embedded_database, "INSERT INTO h1 VALUES (1, 'one')")
+        second = collect(session, kept=kept)
+        assert len(kept.rows) == 80
+        assert session.sibling() is not None
+    monkeypatch.setattr(snapshot_module, "SPLIT_CATALOG_BYTES", 1 << 62)  # whole, one session
+    with connect(embedded_database) as session:
+        whole = collect(session)
+    assert comparable(second) == comparable(whole)
+    before = {t.heap.name: d for t, d in zip(first.tables, comparable(first), strict=True)}
+    after = {t.heap.name: d for t, d in zip(second.tables, comparable(second), strict=True)}
+    assert [name for name in after if after[name] != before[name]] == ["h1"]  # its new row
