@@ -46,14 +46,11 @@ def statements_line(counts: dict[int, int], halved: dict[int, bool]) -> str:
     were asked in halves)". A catalog large enough has its tables question asked in two
     halves on two sessions (collect/snapshot.py): one statement more, whatever the number."""
     figures = ", ".join(
-        f"{tables:,} tables: {n}{' (halves)' if halved[tables] else ''}"
+        f"{tables:,} tables: {n}{' (tables in halves)' if halved[tables] else ''}"
         for tables, n in counts.items()
     )
     base = {n - halved[tables] for tables, n in counts.items()}
-    verdict = "constant" if len(base) == 1 else "NOT CONSTANT"
-    if verdict == "constant" and any(halved.values()) and not all(halved.values()):
-        verdict += ": one more where the tables were asked in halves"
-    return f"statements {figures} ({verdict})"
+    return f"statements {figures} ({'constant' if len(base) == 1 else 'NOT CONSTANT'})"
 
 
 def asked_in_halves(session: Session) -> bool:

@@ -29,10 +29,11 @@ from prometheus_client.core import Metric
 from psycopg import sql
 
 from snapshot_scale import table_database, tagged_total
+from vacuumlab.memory import collector_paused
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.live import LiveView
 from vacuumlab.watch.metrics import Scrape, families
-from vacuumlab.watch.source import Source, gc_paused
+from vacuumlab.watch.source import Source
 from vacuumlab.watch.view import Pick
 
 GOAL_S = 0.5
@@ -100,7 +101,7 @@ def refresh(source: Source, dsn: str) -> Figures:
     session = source.open()
     counted = session.statements
     cpu, start = time.process_time(), time.perf_counter()
-    with gc_paused() if PAUSE_GC else contextlib.nullcontext():  # as Source.refresh() does
+    with collector_paused() if PAUSE_GC else contextlib.nullcontext():  # as Source.refresh() does
         snap = source.take(session)
         taken = time.perf_counter()
         view = source.build(snap)

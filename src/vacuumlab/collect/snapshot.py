@@ -56,7 +56,13 @@ Sizes = Literal["measured", "estimated"]
 _PRIVILEGE_FIX = "GRANT pg_monitor TO {user};"
 
 
-def collect(session: Session, *, sizes: Sizes = "measured", kept: Kept | None = None) -> m.Snapshot:
+def collect(
+    session: Session,
+    *,
+    sizes: Sizes = "measured",
+    kept: Kept | None = None,
+    halves: bool = True,
+) -> m.Snapshot:
     """Ask every probe; build the snapshot from what answered and notes for what did not.
 
     ``sizes="estimated"`` takes every relation's size from ``pg_class.relpages`` instead of
@@ -64,12 +70,16 @@ def collect(session: Session, *, sizes: Sizes = "measured", kept: Kept | None = 
     time at 10,000 tables. For the live view, whose thresholds and simulation work from
     reltuples, the statistics and pages, as autovacuum does; the snapshot says so
     (``Snapshot.sizes``). ``kept``: the relations of the caller's previous collect (see
-    :class:`Kept`)."""
+    :class:`Kept`). ``halves``: on a large catalog, ask the tables question in two halves on
+    two sessions at once (see tables()), for a snapshot sooner. A live view asks it whole:
+    its refreshes recur, and their goal is the server's and the client's time together, to
+    which the halves add (each half scans pg_class for its tables), where they save wall
+    time; nor does it hold a second session open for as long as it watches."""
     with collector_paused():
-        return _collect(session, sizes, kept)
+        return _collect(session, sizes, kept, halves)
 
 
-def _collect(session: Session, sizes: Sizes, kept: Kept | None) -> m.Snapshot:
+def _collect(session: Session, sizes: Sizes, kept: Kept | None, halves: bool) -> m.Snapshot:
     taken_at = datetime.now(UTC)
     values: dict[str, Any] = {}
     notes: list[m.ProbeNote] = []
@@ -78,7 +88,7 @@ def _collect(session: Session, sizes: Sizes, kept: Kept | None) -> m.Snapshot:
         try:
             if probe.sized:
                 text = sized_query(session, probe.query, sizes)
-                rows = tables(session, text, {"measure": sizes == "measured"}, kept)
+                rows = tables(session, text, {"measure": sizes == "measured"}, kept, halves=halves)
             else:
                 rows = session.fetch(probe.query, probe.record)
         except VacuumlabError as exc:
@@ -130,7 +140,12 @@ SPLIT_CATALOG_BYTES = 2 * 1024 * 1024
 
 
 def tables(
-    session: Session, text: sql.Composed, params: dict[str, Any], kept: Kept | None
+    session: Session,
+    text: sql.Composed,
+    params: dict[str, Any],
+    kept: Kept | None,
+    *,
+    halves: bool = True,
 ) -> list[m.Table]:
     """The tables question's tables, in no order, their relations validated (or kept) a chunk
     of rows at a time as the server sends them. The query computes its rows one relation at
@@ -143,7 +158,7 @@ def tables(
     took the same time, and the question is asked whole, on one session."""
     if kept is not None:
         kept.begin()
-    if session.catalog_bytes >= SPLIT_CATALOG_BYTES and not session.sibling_refused:
+    if halves and session.catalog_bytes >= SPLIT_CATALOG_BYTES and not session.sibling_refused:
         found = _in_halves(session, text, params, kept)
     else:
         whole = TableRows(kept)

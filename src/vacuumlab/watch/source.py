@@ -16,9 +16,7 @@ time: at 10,000 tables it fell from 0.29 to 0.15 s without (bench/watch_refresh.
 from __future__ import annotations
 
 import contextlib
-import gc
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,6 +24,7 @@ import psycopg
 
 from vacuumlab.collect.snapshot import Kept, Sizes, collect
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.memory import collector_paused
 from vacuumlab.pg.connect import Session, Timeouts, connect, first_line
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Snapshot
@@ -81,7 +80,7 @@ class Source:
     def refresh(self) -> Refresh:
         """Take a snapshot and build its view; on failure, drop the session and say why."""
         start = time.perf_counter()
-        with gc_paused():
+        with collector_paused():
             try:
                 session = self.open()
                 counted = session.statements
@@ -95,7 +94,7 @@ class Source:
 
     def take(self, session: Session) -> Snapshot:
         """A snapshot for the view: sizes estimated, unchanged relations kept."""
-        return collect(session, sizes=SIZES, kept=self.kept)
+        return collect(session, sizes=SIZES, kept=self.kept, halves=False)
 
     def build(self, snapshot: Snapshot) -> LiveView:
         """The view of ``snapshot`` after the previous one; then it becomes the previous one."""
@@ -120,21 +119,3 @@ class Source:
             # Closing a broken connection may fail: there is nothing left to release then.
             with contextlib.suppress(psycopg.Error):
                 session.close()
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a refresh runs. A refresh of 10,000 tables makes
-    some 100,000 objects that live on (records), and each full collection they set off walks
-    every object of the snapshots kept: measured on 20,000 relations, the view and its metrics
-    took 0.88 s of CPU with the collector and 0.50 s without (bench/watch_refresh.py: the
-    client's time falls from 1.0 to 0.6 s). The records hold no reference cycles, so
-    refcounting frees them; the collector runs again as soon as the refresh ends."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
