@@ -7,6 +7,7 @@ turned off with a note; the others go on.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -204,8 +205,9 @@ def _in_halves(
         _stream(session, text, {**params, "parts": 2, "part": 0}, halves[0])
     except BaseException:
         stop.set()
-        if asked:
-            asked[0].conn.cancel_safe()  # stop the other half rather than wait for it
+        if asked:  # stop the other half rather than wait for it
+            with contextlib.suppress(psycopg.Error):
+                asked[0].conn.cancel_safe()
         raise
     finally:
         thread.join()
