@@ -498,8 +498,9 @@ def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
                 assert text.startswith("--"), f"{name} {v}: first line must say what changed"
                 if "{schema}" in text:  # an extension's view: tests/test_pg_probes.py
                     continue
-                params = {k: v for k, v in PARAMS.items() if f"%({k})s" in text} or None
                 for statement in with_fragments(text):
+                    spelt = statement if isinstance(statement, str) else statement.as_string()
+                    params = {k: v for k, v in PARAMS.items() if f"%({k})s" in spelt} or None
                     try:
                         session.query(statement, dict, params)  # type: ignore[arg-type]
                     except errors.UndefinedColumn:
@@ -508,7 +509,7 @@ def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
 
 def with_fragments(text: str) -> list[sql.Composable | str]:
     """``text`` with each of its ways to measure filled in (pg/queries/fragments/)."""
-    if "{heap_bytes}" not in text:
+    if "{sizes}" not in text:
         return [text]
     return [with_sizes(text, by_file=by_file) for by_file in (True, False)]
 

@@ -114,7 +114,7 @@ def _collect(session: Session, sizes: Sizes, kept: Kept | None, halves: bool) ->
 
 
 def sized_query(session: Session, name: str, sizes: Sizes) -> sql.Composed:
-    """Question ``name`` (the tables) with its ``{heap_bytes}`` and ``{index_bytes}`` filled in:
+    """Question ``name`` (the tables) with its ``{sizes}`` filled in, each relation's size
     read from the files (pg/queries/fragments/file_bytes.sql) when the sizes are measured and
     the role may call pg_stat_file(), else by pg_relation_size(). At 10,000 tables and as
     many TOAST relations, in a new session, the files take about a third of the server time
@@ -124,12 +124,14 @@ def sized_query(session: Session, name: str, sizes: Sizes) -> sql.Composed:
 
 
 def with_sizes(text: str, *, by_file: bool) -> sql.Composed:
-    """A tables query's text with its two size expressions filled in (see sized_query)."""
+    """A tables query's text with its sizes filled in (queries/fragments/sizes.sql, the same in
+    every version), and their two size expressions (see sized_query)."""
     size = sql.SQL(queries.fragment("file_bytes" if by_file else "relation_bytes"))
-    return sql.SQL(text).format(
+    sizes = sql.SQL(queries.fragment("sizes")).format(
         heap_bytes=size.format(rel=sql.Identifier("c")),
         index_bytes=size.format(rel=sql.Identifier("i_c")),
     )
+    return sql.SQL(text).format(sizes=sizes)
 
 
 #: Rows of the tables question made into relations at a time, while the server computes the

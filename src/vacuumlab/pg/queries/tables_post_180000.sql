@@ -20,9 +20,10 @@
 -- once (collect/snapshot.py): each table and its TOAST relation fall in the same half, by a
 -- hash of the table's oid.
 --
--- The two expressions in braces measure relation c and index i_c: collect/snapshot.py fills
--- them in from queries/fragments/, pg_relation_size() or, for a role allowed to call
--- pg_stat_file(), the size of the relation's file read without opening it (file_bytes.sql).
+-- The sizes (the last line, in braces) are the same in every version:
+-- queries/fragments/sizes.sql sizes each relation and its indexes in LATERAL subqueries, by
+-- pg_relation_size() or, for a role allowed to call pg_stat_file(), by the size of the
+-- relation's file read without opening it (collect/snapshot.py fills them in).
 WITH locked AS (
     -- Sizing a relation takes ACCESS SHARE; skip those held in ACCESS EXCLUSIVE rather than wait.
     SELECT DISTINCT relation AS oid
@@ -88,29 +89,4 @@ SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relk
   FROM listed c
   JOIN pg_namespace n ON n.oid = c.relnamespace
   LEFT JOIN locked l ON l.oid = c.oid
-  CROSS JOIN LATERAL (
-      SELECT CASE WHEN NOT %(measure)s
-                  THEN c.relpages::bigint * (SELECT current_setting('block_size')::bigint)
-                  WHEN l.oid IS NULL THEN {heap_bytes} END AS bytes
-  ) h
-  CROSS JOIN LATERAL (
-      -- pg_relation_size() opens the relation: at 40,000 relations, building their relcache
-      -- entries is most of this query's time. The indexes of an empty heap or TOAST relation
-      -- that no vacuum or analyze has seen (reltuples -1, 14+) are as they were built:
-      -- nothing can have been inserted into them without leaving a page in their relation,
-      -- and only a vacuum, which sets reltuples, takes its pages away (lazy_truncate_heap()
-      -- in vacuumlazy.c). Their pg_class.relpages holds the size they were built with
-      -- (index_update_stats() in index.c) when their reltuples is set; an index TRUNCATE or
-      -- REINDEX rebuilt on an empty table keeps -1 and relpages 0 (18), and is measured.
-      SELECT count(*)::int AS n,
-             (sum(CASE WHEN NOT %(measure)s
-                            OR (h.bytes = 0 AND c.reltuples < 0 AND i_c.reltuples >= 0)
-                       THEN i_c.relpages::bigint * (SELECT current_setting('block_size')::bigint)
-                       ELSE {index_bytes} END)
-                  FILTER (WHERE li.oid IS NULL OR NOT %(measure)s))::bigint AS bytes,
-             bool_or(li.oid IS NOT NULL AND %(measure)s) AS any_locked
-        FROM pg_index i
-        JOIN pg_class i_c ON i_c.oid = i.indexrelid
-        LEFT JOIN locked li ON li.oid = i.indexrelid
-       WHERE i.indrelid = c.oid
-  ) ix
+  {sizes}
