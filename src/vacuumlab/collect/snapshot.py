@@ -165,14 +165,24 @@ def tables(
         found = _in_halves(session, text, params, kept)
     else:
         whole = TableRows(kept)
-        _stream(session, text, {**params, "parts": 1, "part": 0}, whole)
+        _stream(session, text, params, whole)
         found = whole.done()
     if kept is not None:
         kept.end()
     return found
 
 
-def _stream(session: Session, text: sql.Composed, params: dict[str, Any], into: TableRows) -> None:
+def _stream(
+    session: Session,
+    text: sql.Composed,
+    params: dict[str, Any],
+    into: TableRows,
+    *,
+    part: int = 0,
+    parts: int = 1,
+) -> None:
+    """Half ``part`` of ``parts`` (0 of 1: the whole question) into ``into``."""
+    params = {**params, "parts": parts, "part": part}
     for names, rows in session.chunks(text, params, size=CHUNK_ROWS, binary=True):
         into.add(names, rows)
 
@@ -197,14 +207,14 @@ def _in_halves(
             if sibling is None or stop.is_set():
                 return
             asked.append(sibling)
-            _stream(sibling, text, {**params, "parts": 2, "part": 1}, halves[1])
+            _stream(sibling, text, params, halves[1], part=1, parts=2)
         except BaseException as exc:  # handed to the main thread below
             failed.append(exc)
 
     thread = threading.Thread(target=other_half, name="vacuumlab-tables-half", daemon=True)
     thread.start()
     try:
-        _stream(session, text, {**params, "parts": 2, "part": 0}, halves[0])
+        _stream(session, text, params, halves[0], part=0, parts=2)
     except BaseException:
         stop.set()
         if asked:  # stop the other half rather than wait for it
@@ -221,7 +231,7 @@ def _in_halves(
         session.forget_sibling()
     if failed or not asked:
         halves[1] = TableRows(kept)
-        _stream(session, text, {**params, "parts": 2, "part": 1}, halves[1])
+        _stream(session, text, params, halves[1], part=1, parts=2)
     return halves[0].done() + halves[1].done()
 
 
