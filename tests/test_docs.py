@@ -26,6 +26,13 @@ COMMANDS_DOC = DOCS / "commands.md"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 #: An inline Markdown link or image: [text](target) or ![alt](target "title").
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+#: A fenced code block, whose lines are neither headings (a shell comment) nor links.
+FENCE = re.compile(r"^```.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def prose(page: Path) -> str:
+    """A Markdown page without its fenced code blocks."""
+    return FENCE.sub("", page.read_text())
 
 
 Command = Any  # typer._click.core.Command: a private module, so not named in annotations
@@ -71,7 +78,7 @@ def sections(text: str) -> dict[str, str]:
 def command_section(path: tuple[str, ...]) -> str:
     """The body of the heading that names ``vacuumlab <path>`` in code, in docs/commands.md."""
     name = " ".join(("vacuumlab", *path))
-    for title, body in sections(COMMANDS_DOC.read_text()).items():
+    for title, body in sections(prose(COMMANDS_DOC)).items():
         if re.search(rf"`{re.escape(name)}`", title):
             return body
     raise AssertionError(f"docs/commands.md has no heading naming `{name}`")
@@ -110,15 +117,38 @@ def markdown_files() -> list[Path]:
     return [README, *sorted(DOCS.rglob("*.md"))]
 
 
+def slug(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings; a repeated heading gets -1, -2, ... as on GitHub."""
+    found: set[str] = set()
+    for line in prose(page).splitlines():
+        if m := HEADING.match(line):
+            base = anchor = slug(m[2])
+            n = 0
+            while anchor in found:
+                n += 1
+                anchor = f"{base}-{n}"
+            found.add(anchor)
+    return found
+
+
 @pytest.mark.parametrize("page", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_points_at_a_file(page: Path) -> None:
+    """A link to a file that is gone, or to a heading that is not on its page, is broken."""
     broken = []
-    for target in LINK.findall(page.read_text()):
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE) or target.startswith("#"):
-            continue  # a URL (https:, mailto:) or an anchor within the page
-        if not (page.parent / target.split("#", 1)[0]).exists():
+    for target in LINK.findall(prose(page)):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.IGNORECASE):
+            continue  # a URL: https:, mailto:
+        path, _, anchor = target.partition("#")
+        file = page.parent / path if path else page
+        check_anchor = file.exists() and anchor and file.suffix == ".md"
+        if not file.exists() or (check_anchor and anchor not in anchors(file)):
             broken.append(target)
-    assert not broken, f"{page.relative_to(ROOT)} links to missing files: {broken}"
+    assert not broken, f"{page.relative_to(ROOT)} has broken links: {broken}"
 
 
 def test_the_readme_is_a_front_door() -> None:
@@ -126,11 +156,11 @@ def test_the_readme_is_a_front_door() -> None:
     assert len(README.read_text().splitlines()) <= 200
 
 
-def test_the_readme_links_every_doc_page() -> None:
+def test_every_doc_page_is_linked() -> None:
     """A page no link reaches is a page nobody reads: each is linked from the README or a doc."""
     linked: set[Path] = set()
     for page in markdown_files():
-        for target in LINK.findall(page.read_text()):
+        for target in LINK.findall(prose(page)):
             linked.add((page.parent / target.split("#", 1)[0]).resolve())
     orphans = [
         str(p.relative_to(ROOT))
