@@ -266,10 +266,10 @@ class _Builder:
         if before is None:
             return 0.0, 0.0, 0.0
         found = rates.between(before, rel, self.seconds, self.after.taken_at)
-        live = ((rel.n_live_tup or 0) - (before.n_live_tup or 0)) / self.seconds
         if found is None:
-            return 0.0, 0.0, live
-        return found.dead_per_second or 0.0, found.inserts_per_second or 0.0, live
+            return 0.0, 0.0, 0.0
+        dead, inserts, live = found.dead_per_second, found.inserts_per_second, found.live_per_second
+        return dead or 0.0, inserts or 0.0, live or 0.0
 
 
 def _launcher(
