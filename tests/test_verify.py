@@ -3,6 +3,7 @@ when the run is cut short), the verdicts' arithmetic, and end to end on a churni
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -439,3 +440,18 @@ def test_the_prediction_with_the_changes_starts_after_their_first_vacuum(
     # The first launch comes half a naptime in; the vacuum of 20,000 rows takes well under 5 s.
     assert backlog.settle_s is not None
     assert 5 <= backlog.settle_s < 10
+
+
+def test_nothing_changed_promises_no_measuring(embedded_database: str) -> None:
+    """A quiet database: no recommendation to apply. The progress lines must not promise a
+    measuring time, nor the title windows before and after changes that were never made."""
+    proc = run_cli(
+        "advise", embedded_database, "--interval", "1s", "--verify", "--verify-for", "45s",
+        "--allow-alter-system", "--format", "md",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not re.search(r"\d+ to \d+ s", proc.stderr), proc.stderr
+    assert "nothing to measure" in proc.stderr
+    title = proc.stdout.splitlines()[0]
+    assert "before and" not in title
+    assert title.endswith("advised over 1 s; nothing was changed, so nothing was measured")

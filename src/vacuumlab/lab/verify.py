@@ -148,8 +148,13 @@ def verify(
     notes: list[str] = []
     predicted = _predictions(first, later, plan.changes, window, watched, notes)
     if not plan.pairs:
+        step("nothing to change that the simulator models: nothing to measure")
         notes.append("no recommendation the simulator models: nothing was changed or measured")
         return _record(advice, window, 0.0, plan, Changes(dsn, target), [], notes, restored=True)
+    step(
+        f"{len(plan.pairs)} change(s) to verify: {2 * window:.0f} to {3 * window:.0f} s more, "
+        "keep the workload running throughout"
+    )
     step(f"measuring {len(watched)} relation(s) for {window:.0f} s before any change")
     before = measure(dsn, watched.values(), window)
     changes = Changes(dsn, target)
