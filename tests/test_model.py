@@ -297,8 +297,30 @@ def test_database_multixact_age_is_watched() -> None:
     old = Database(name="app", frozenxid_age=1000, minmxid_age=450_000_000, allow_connections=True)
     ctx = context(snapshot().model_copy(update={"databases": [old]}))
     [f] = wraparound.findings(ctx)
-    assert (f.relation, f.evidence["freeze_max_age"]) == ("database app", 400_000_000)
+    assert (f.relation, f.evidence["freeze_max_age"]) == (None, 400_000_000)
     assert f.title.startswith("multixact age 450,000,000: past")
+    assert f.title.endswith("(database app)")
+
+
+def test_databases_of_one_age_get_one_finding_naming_them() -> None:
+    """A cluster's databases age together: five at the same age are one finding for the
+    cluster, titled by the oldest, naming each with its age; one below the share is left out."""
+    from vacuumlab.advise import wraparound
+    from vacuumlab.records.snapshot import Database
+
+    names = ["app", "postgres", "template0", "template1", "reports"]
+    aged = [
+        Database(name=n, frozenxid_age=180_000_000 + i, minmxid_age=1, allow_connections=True)
+        for i, n in enumerate(names)
+    ]
+    young = Database(name="fresh", frozenxid_age=1000, minmxid_age=1, allow_connections=True)
+    ctx = context(snapshot().model_copy(update={"databases": [*aged, young]}))
+    [f] = wraparound.findings(ctx)
+    assert f.relation is None
+    assert f.title == "transaction id age 180,000,004: at 90% of its freeze_max_age (5 databases)"
+    assert all(f"{n} ({180_000_000 + i:,})" in f.detail for i, n in enumerate(names))
+    assert "fresh" not in f.detail
+    assert (f.severity, f.evidence["age"], f.evidence["databases"]) == ("warning", 180_000_004, 5)
 
 
 def test_track_counts_off_is_reported_with_its_fix() -> None:

@@ -23,11 +23,11 @@ LATER = T0 + timedelta(seconds=10)
 )
 def test_untouched_relations_get_the_general_answer(fields: dict[str, object]) -> None:
     before = changed(relation(1, "t"), **fields)
-    after = changed(before, n_live_tup=5)  # not a counter the rates read
+    after = changed(before, n_mod_since_analyze=5)  # not a counter the rates read
     still = rates.between(before, after, 10.0, LATER)
     # What the general computation gives: no growth of n_dead_tup nor n_tup_ins, no vacuum.
     assert still == rates.Rates(
-        dead_per_second=0.0, inserts_per_second=0.0, dead_source="n_dead_tup"
+        dead_per_second=0.0, inserts_per_second=0.0, dead_source="n_dead_tup", live_per_second=0.0
     )
     assert rates._dead_rate(before, after, 10.0, LATER) == (0.0, "n_dead_tup")
 

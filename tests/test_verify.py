@@ -3,6 +3,7 @@ when the run is cut short), the verdicts' arithmetic, and end to end on a churni
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -388,3 +389,69 @@ def sample_verification() -> Verification:
         restored=True,
         finished_at=now,
     )
+
+
+# -- the windows compared -----------------------------------------------------------------------
+
+
+def test_the_prediction_with_the_changes_starts_after_their_first_vacuum(
+    embedded_database: str,
+) -> None:
+    """A table 5,000 dead tuples deep, past its threshold, gaining a few a second. The after
+    window starts once it has had its first vacuum under the changes (a naptime of 10 s): the
+    prediction with them must start there too, not with the backlog the old settings left,
+    which the after window never sees. Without the changes (a naptime of 60 s: no launch in
+    the window) the before window holds the backlog, and so does its prediction."""
+    execute(
+        embedded_database,
+        "CREATE TABLE backlog (id int PRIMARY KEY, v int) "
+        "WITH (autovacuum_enabled = off, autovacuum_analyze_threshold = 1000000)",
+        "INSERT INTO backlog SELECT g, 0 FROM generate_series(1, 20000) g",
+        "VACUUM (ANALYZE) backlog",
+        "UPDATE backlog SET v = 1 WHERE id <= 5000",
+    )
+    wait_for_counts(embedded_database, "backlog", "n_dead_tup", 5000)
+    with connect(embedded_database) as session:
+        first = collect(session)
+    execute(embedded_database, "UPDATE backlog SET v = 2 WHERE id BETWEEN 10001 AND 10040")
+    wait_for_counts(embedded_database, "backlog", "n_dead_tup", 5040)
+    time.sleep(2.0)
+    with connect(embedded_database) as session:
+        later = collect(session)
+    oid = next(t.heap.oid for t in later.tables if t.heap.name == "backlog")
+    # Autovacuum is off for the table while the test takes its snapshots: the changes turn it
+    # on, with a naptime short enough for the first vacuum to come within the window.
+    changes = [
+        whatif.parse("public.backlog.autovacuum_enabled=on"),
+        whatif.parse("autovacuum_naptime=10"),
+    ]
+    notes: list[str] = []
+    window = 30.0
+    predicted = _predictions(first, later, changes, window, {"public.backlog": oid}, notes)
+    assert notes == []
+    backlog = predicted["public.backlog"]
+    rate = forecast(first, later, hours=1).relation("public.backlog")
+    assert rate is not None
+    assert 0 < rate.dead_per_second < 100
+    assert backlog.peak_dead_without >= 5040
+    # From the end of the first vacuum, one window of the rate (far from the threshold of
+    # 4,050 again): the backlog is gone, as it is from the after window.
+    assert backlog.peak_dead_with == pytest.approx(rate.dead_per_second * window, rel=0.02)
+    # The first launch comes half a naptime in; the vacuum of 20,000 rows takes well under 5 s.
+    assert backlog.settle_s is not None
+    assert 5 <= backlog.settle_s < 10
+
+
+def test_nothing_changed_promises_no_measuring(embedded_database: str) -> None:
+    """A quiet database: no recommendation to apply. The progress lines must not promise a
+    measuring time, nor the title windows before and after changes that were never made."""
+    proc = run_cli(
+        "advise", embedded_database, "--interval", "1s", "--verify", "--verify-for", "45s",
+        "--allow-alter-system", "--format", "md",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert not re.search(r"\d+ to \d+ s", proc.stderr), proc.stderr
+    assert "nothing to measure" in proc.stderr
+    title = proc.stdout.splitlines()[0]
+    assert "before and" not in title
+    assert title.endswith("advised over 1 s; nothing was changed, so nothing was measured")

@@ -38,11 +38,9 @@ def findings(ctx: Context, *, warn_share: float = 0.75) -> list[Finding]:
     """``warn_share``: warn once an age passes this share of its freeze_max_age (the docs'
     advice: watch tables approaching it, not only past it)."""
     rate = _xid_rate(ctx)
-    ages = [
-        *_databases(ctx),
-        *(a for t in ctx.thresholds if _near(t, warn_share) for a in _relation(ctx, t)),
-    ]
+    ages = [a for t in ctx.thresholds if _near(t, warn_share) for a in _relation(ctx, t)]
     found = [_finding(ctx, a, rate if a.kind == "xid" else None, warn_share) for a in ages]
+    found += [_cluster(ctx, kind, rate if kind == "xid" else None, warn_share) for kind in _KIND]
     return [f for f in found if f is not None]
 
 
@@ -64,13 +62,36 @@ def _relation(ctx: Context, t: Thresholds) -> list[_Age]:
     ]
 
 
-def _databases(ctx: Context) -> list[_Age]:
+def _cluster(ctx: Context, kind: str, rate: float | None, warn_share: float) -> Finding | None:
+    """One finding for every database past ``warn_share`` of the server's limit, naming them:
+    a cluster's databases age together (template0 and template1 included), and one finding
+    each would say the same thing as many times. Titled by the oldest."""
     server = forcing.freeze_limits(ctx.settings, {})
-    ages = []
-    for db in ctx.now.databases:
-        ages.append(_Age(f"database {db.name}", "xid", db.frozenxid_age, server.xid))
-        ages.append(_Age(f"database {db.name}", "mxid", db.minmxid_age, server.mxid))
-    return ages
+    limit = server.xid if kind == "xid" else server.mxid
+    ages = sorted(
+        (
+            (db.frozenxid_age if kind == "xid" else db.minmxid_age, db.name)
+            for db in ctx.now.databases
+        ),
+        key=lambda pair: -(pair[0] or 0),
+    )
+    near = [(age, name) for age, name in ages if age is not None and age >= warn_share * limit]
+    if not near:
+        return None
+    oldest = near[0][0]
+    names = ", ".join(f"{name} ({age:,})" for age, name in near)
+    label = f"database {near[0][1]}" if len(near) == 1 else f"{len(near)} databases"
+    found = _finding(ctx, _Age(label, kind, oldest, limit), rate, warn_share)
+    assert found is not None  # the oldest passed warn_share
+    return found.model_copy(
+        update={
+            "relation": None,
+            "title": f"{found.title} ({label})",
+            "detail": f"The databases past {warn_share:.0%} of {_SETTING[kind]}, with their "
+            f"ages: {names}. {found.detail}",
+            "evidence": {**found.evidence, "databases": len(near)},
+        }
+    )
 
 
 def _xid_rate(ctx: Context) -> float | None:

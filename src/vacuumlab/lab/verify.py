@@ -18,11 +18,13 @@
    the signals held off until it is done; then read each back.
 
 The simulator's prediction stands beside each measurement, from the advice's two snapshots,
-without and with the changes: the peak dead tuples over a simulated window as long as the
-measured ones, so they compare with what a window can show; the vacuums per hour over a longer
-one (:func:`rate_seconds`), as a window shorter than the naptime often holds no launch at all
-and its count of vacuums says nothing of a rate. The forecast takes the rates to stay as
-measured, so the longer run asks nothing more of it.
+without and with the changes: the peak dead tuples over the windows the measurement takes, so
+they compare with what a window can show (without the changes, the window that starts at the
+advice; with them, the one that starts once each watched relation has had its first vacuum
+under them, as the after window does after settling, not the backlog the old settings left);
+the vacuums per hour over a longer run (:func:`rate_seconds`), as a window shorter than the
+naptime often holds no launch at all and its count of vacuums says nothing of a rate. The
+forecast takes the rates to stay as measured, so the longer run asks nothing more of it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from vacuumlab import __version__
@@ -41,7 +44,15 @@ from vacuumlab.collect.window import measure, until_vacuumed
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.lab.changes import Changes, TableChange
 from vacuumlab.lab.verdicts import judge
-from vacuumlab.model.forecast import Inputs, inputs, run, to_record
+from vacuumlab.model.forecast import (
+    Inputs,
+    dead_between,
+    first_ends,
+    index_of,
+    inputs,
+    run,
+    to_record,
+)
 from vacuumlab.model.simulator import Launcher
 from vacuumlab.model.whatif import Change
 from vacuumlab.pg.connect import connect
@@ -137,8 +148,13 @@ def verify(
     notes: list[str] = []
     predicted = _predictions(first, later, plan.changes, window, watched, notes)
     if not plan.pairs:
+        step("nothing to change that the simulator models: nothing to measure")
         notes.append("no recommendation the simulator models: nothing was changed or measured")
         return _record(advice, window, 0.0, plan, Changes(dsn, target), [], notes, restored=True)
+    step(
+        f"{len(plan.pairs)} change(s) to verify: {2 * window:.0f} to {3 * window:.0f} s more, "
+        "keep the workload running throughout"
+    )
     step(f"measuring {len(watched)} relation(s) for {window:.0f} s before any change")
     before = measure(dsn, watched.values(), window)
     changes = Changes(dsn, target)
@@ -213,8 +229,8 @@ def _predictions(
     watched: dict[str, int],
     notes: list[str],
 ) -> dict[str, Prediction]:
-    """The simulator without and with the changes, for each watched one: the peaks over one
-    window, the vacuums per hour over :func:`rate_seconds`."""
+    """The simulator without and with the changes, for each watched one: the peaks over the
+    windows the measurement takes, the vacuums per hour over :func:`rate_seconds`."""
     try:
         if window <= 0:
             raise VacuumlabError("the measuring window must be positive")
@@ -223,7 +239,7 @@ def _predictions(
             (inputs(first, later, changes), changes),
         ]
         seconds = rate_seconds(window, *(given.launcher for given, _ in runs))
-        peaks = [_simulation(given, later, window, made) for given, made in runs]
+        peaks = _peaks(runs[0][0], runs[1][0], window, list(watched))
         rates = [_simulation(given, later, seconds, made) for given, made in runs]
     except VacuumlabError as exc:
         notes.append(f"no prediction: {exc}")
@@ -233,6 +249,33 @@ def _predictions(
         for name in watched
         if (prediction := _prediction(peaks, rates, name)) is not None
     }
+
+
+@dataclass(frozen=True, slots=True)
+class _Peaks:
+    """The predicted peaks of dead tuples over the two measured windows, by relation: without
+    the changes over the window after the advice (the before window), with them over the
+    window after the settling, which ends once every watched relation has had its first
+    vacuum under the changes, or after one window (``until_vacuumed()``)."""
+
+    without: dict[str, float]
+    with_: dict[str, float]
+    settle: float
+
+
+def _peaks(plain: Inputs, changed: Inputs, window: float, names: list[str]) -> _Peaks:
+    before = run(plain, window / 3600.0)
+    after = run(changed, 2.0 * window / 3600.0)  # the settling takes one window at most
+    old = {n: i for n in names if (i := index_of(before, n)) is not None}
+    new = {n: i for n in names if (i := index_of(after, n)) is not None}
+    ends = first_ends(after, list(new.values()))
+    settle = max((ends.get(i, window) for i in new.values()), default=0.0)
+    settle = min(settle, window)
+    return _Peaks(
+        {n: dead_between(before, i, 0.0, window) for n, i in old.items()},
+        {n: dead_between(after, i, settle, settle + window) for n, i in new.items()},
+        settle,
+    )
 
 
 def rate_seconds(window: float, *launchers: Launcher) -> float:
@@ -249,20 +292,21 @@ def _simulation(
     return to_record(run(given, hours), given, later, hours=hours, changes=changes)
 
 
-def _prediction(peaks: list[Simulation], rates: list[Simulation], name: str) -> Prediction | None:
-    """``peaks`` and ``rates``: without and with the changes, over the window and over
+def _prediction(peaks: _Peaks, rates: list[Simulation], name: str) -> Prediction | None:
+    """``peaks`` over the measured windows; ``rates``: without and with the changes, over
     :func:`rate_seconds`."""
-    old, new = (sim.relation(name) for sim in peaks)
+    old, new = peaks.without.get(name), peaks.with_.get(name)
     old_rate, new_rate = (sim.relation(name) for sim in rates)
     if old is None or new is None or old_rate is None or new_rate is None:
         return None
     hours = rates[0].hours
     return Prediction(
-        peak_dead_without=old.peak_dead,
-        peak_dead_with=new.peak_dead,
+        peak_dead_without=round(old),
+        peak_dead_with=round(new),
         vacuums_per_hour_without=old_rate.vacuums / hours,
         vacuums_per_hour_with=new_rate.vacuums / hours,
         rates_over_s=hours * 3600.0,
+        settle_s=peaks.settle,
     )
 
 

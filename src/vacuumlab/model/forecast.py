@@ -19,7 +19,7 @@ from vacuumlab.model import balance, forcing, rates, whatif
 from vacuumlab.model import duration as work
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.cost import CostSettings
-from vacuumlab.model.simulator import Launcher, Outcome, Subject, Tally, simulate
+from vacuumlab.model.simulator import COUNTED_DURING, Launcher, Outcome, Subject, Tally, simulate
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerTimeline
 from vacuumlab.records.snapshot import Relation, Snapshot, Table
 
@@ -113,6 +113,44 @@ def forecast(
 
 def run(given: Inputs, hours: float) -> Outcome:
     return simulate(given.subjects, given.launcher, hours * 3600.0)
+
+
+def index_of(outcome: Outcome, label: str) -> int | None:
+    """Where the relation labelled ``label`` stands among the outcome's subjects."""
+    return next((i for i, s in enumerate(outcome.subjects) if s.label == label), None)
+
+
+def first_ends(outcome: Outcome, indexes: list[int]) -> dict[int, float]:
+    """When the first vacuum of each of ``indexes`` ended, for those vacuumed in the run."""
+    found: dict[int, float] = {}
+    wanted = set(indexes)
+    for subject, end in zip(outcome.columns.subjects, outcome.columns.ends, strict=True):
+        if subject in wanted and subject not in found:
+            found[subject] = end  # the columns are in the order the vacuums ended
+    return found
+
+
+def dead_between(outcome: Outcome, index: int, start: float, end: float) -> float:
+    """``n_dead_tup`` of ``subjects[index]`` at its highest from ``start`` to ``end`` seconds
+    into the run, as the simulator counts it: growing at its rate from the snapshot's count,
+    and down to what a vacuum counted while it ran (``COUNTED_DURING``) when one ends. The
+    highest is just before a vacuum ends, or at either end of the stretch, where a window
+    sampled at 1 Hz sees it too."""
+    subject = outcome.subjects[index]
+    rate, level, since = subject.dead_per_second, subject.dead, 0.0
+    seen: list[float] = []  # the count at ``start``, then just before each vacuum ends
+    columns = outcome.columns
+    for who, began, ended in zip(columns.subjects, columns.starts, columns.ends, strict=True):
+        if who != index or ended > end:
+            continue
+        if ended > start:
+            if not seen:
+                seen.append(level + rate * (start - since))
+            seen.append(level + rate * (ended - since))
+        level, since = COUNTED_DURING * rate * (ended - began), ended
+    if not seen:
+        seen.append(level + rate * (start - since))
+    return max(*seen, level + rate * (end - since))
 
 
 def to_record(
@@ -266,10 +304,10 @@ class _Builder:
         if before is None:
             return 0.0, 0.0, 0.0
         found = rates.between(before, rel, self.seconds, self.after.taken_at)
-        live = ((rel.n_live_tup or 0) - (before.n_live_tup or 0)) / self.seconds
         if found is None:
-            return 0.0, 0.0, live
-        return found.dead_per_second or 0.0, found.inserts_per_second or 0.0, live
+            return 0.0, 0.0, 0.0
+        dead, inserts, live = found.dead_per_second, found.inserts_per_second, found.live_per_second
+        return dead or 0.0, inserts or 0.0, live or 0.0
 
 
 def _launcher(

@@ -1,11 +1,18 @@
 """Rates between two snapshots, and when a relation next passes a threshold at those rates.
 
-Dead tuples per second come from ``n_dead_tup``: its growth when no vacuum ran in between,
-else its count since that vacuum ended or, when more, the non-HOT updates and deletes over the
-interval (whose old versions stay counted when pruned). ``n_tup_upd + n_tup_del`` would
-overstate them: page pruning removes HOT versions between vacuums and lowers ``n_dead_tup``
-(pgstat_update_heap_dead_tuples() in pgstat_relation.c). Inserts per second come from
-``n_tup_ins``.
+Dead tuples per second come from ``n_dead_tup``: its growth when nothing overwrote it in
+between, else its count since the vacuum in between ended or, when more, the non-HOT updates
+and deletes over the interval (whose old versions stay counted when pruned). ``n_tup_upd +
+n_tup_del`` would overstate them: page pruning removes HOT versions between vacuums and lowers
+``n_dead_tup`` (pgstat_update_heap_dead_tuples() in pgstat_relation.c). Inserts per second come
+from ``n_tup_ins``; live tuples per second from ``n_live_tup``, or from inserts less deletes
+across an overwrite.
+
+A VACUUM and an ANALYZE both overwrite ``n_live_tup`` and ``n_dead_tup`` (pgstat_report_vacuum()
+and pgstat_report_analyze() in pgstat_relation.c): the vacuum with what it left, about nothing;
+the ANALYZE with its sample's estimate of every dead tuple in the table. Autoanalyze fires at a
+scale factor of 0.1, autovacuum at 0.2: the ANALYZE is the more frequent of the two. Across
+either, the growth of ``n_dead_tup`` says nothing of the rate.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ class Rates:
     dead_per_second: float | None
     inserts_per_second: float | None
     dead_source: str | None
+    live_per_second: float | None = None
 
 
 def between(before: Relation, after: Relation, seconds: float, taken_at: datetime) -> Rates | None:
@@ -36,41 +44,63 @@ def between(before: Relation, after: Relation, seconds: float, taken_at: datetim
     when the later one was taken."""
     if seconds <= 0:
         return None
-    if (
-        after.n_dead_tup is not None
-        and after.n_dead_tup == before.n_dead_tup
-        and after.n_tup_ins is not None
-        and after.n_tup_ins == before.n_tup_ins
-        and after.vacuum_count == before.vacuum_count
-        and after.autovacuum_count == before.autovacuum_count
-    ):
+    if still(before, after):
         return _STILL  # what the general case gives a relation nothing touched: most of them
     dead = _dead_rate(before, after, seconds, taken_at)
     inserts = _delta(before.n_tup_ins, after.n_tup_ins)
+    live = _live_growth(before, after)
     return Rates(
         dead_per_second=dead[0] if dead else None,
         inserts_per_second=None if inserts is None else inserts / seconds,
         dead_source=dead[1] if dead else None,
+        live_per_second=None if live is None else live / seconds,
     )
 
 
-_STILL = Rates(dead_per_second=0.0, inserts_per_second=0.0, dead_source="n_dead_tup")
+def still(before: Relation, after: Relation) -> bool:
+    """Whether nothing the rates read moved between the two: no dead tuple, insert or live
+    tuple counted, no vacuum and no ANALYZE. :func:`between` then gives no growth of any."""
+    return (
+        after.n_dead_tup is not None
+        and after.n_dead_tup == before.n_dead_tup
+        and after.n_tup_ins is not None
+        and after.n_tup_ins == before.n_tup_ins
+        and after.n_live_tup == before.n_live_tup
+        and _overwrites(after) == _overwrites(before)
+    )
+
+
+_STILL = Rates(
+    dead_per_second=0.0, inserts_per_second=0.0, dead_source="n_dead_tup", live_per_second=0.0
+)
 
 
 def _dead_rate(
     before: Relation, after: Relation, seconds: float, taken_at: datetime
 ) -> tuple[float, str] | None:
-    """Net growth of n_dead_tup over the interval; across a vacuum, the dead tuples counted
-    since that vacuum ended. Never n_tup_upd + n_tup_del: page pruning removes dead versions
+    """Net growth of n_dead_tup over the interval; across a vacuum or an ANALYZE, the
+    dead tuples counted since the vacuum ended, or the non-HOT updates and deletes over the
+    interval when more. Never n_tup_upd + n_tup_del: page pruning removes dead versions
     between vacuums and lowers n_dead_tup (pgstat_update_heap_dead_tuples()), so on HOT-heavy
     tables updates overstate the dead tuples a vacuum finds."""
     if before.n_dead_tup is None or after.n_dead_tup is None:
         return None
-    if _vacuums(after) == _vacuums(before):
+    if _overwrites(after) == _overwrites(before):
         return max(after.n_dead_tup - before.n_dead_tup, 0) / seconds, "n_dead_tup"
+    left = _left_dead(before, after)
+    if _vacuums(after) == _vacuums(before):
+        # Only an ANALYZE in between: it set n_dead_tup to its estimate of all the dead tuples
+        # in the table (pgstat_report_analyze()), which a sample of a large table, or the
+        # changes made while it read (whose counts it overwrites), leave short or long. The
+        # count since it ended starts from that estimate, not from 0: only the updates and
+        # deletes are left to go by.
+        if left is None:
+            return None
+        return left / seconds, _ACROSS_ANALYZE
+    # A vacuum in between. An ANALYZE after it leaves n_dead_tup an estimate of the dead tuples
+    # since the vacuum, so the count is still taken from the vacuum's end.
     ends = [t for t in (after.last_vacuum, after.last_autovacuum) if t is not None]
     since = (taken_at - max(ends)).total_seconds() if ends else seconds
-    left = _left_dead(before, after)
     if since < SHORT_SINCE_S and after.n_dead_tup == 0 and left is not None:
         return left / seconds, "non-HOT updates and deletes (a vacuum ended just before)"
     since = min(max(since, 1.0), seconds)
@@ -83,6 +113,9 @@ def _dead_rate(
     if left is not None and left / seconds > counted:
         return left / seconds, "non-HOT updates and deletes over the interval (a vacuum in between)"
     return counted, "n_dead_tup since the vacuum in between"
+
+
+_ACROSS_ANALYZE = "non-HOT updates and deletes over the interval (an ANALYZE in between)"
 
 
 def _left_dead(before: Relation, after: Relation) -> int | None:
@@ -102,8 +135,28 @@ def _left_dead(before: Relation, after: Relation) -> int | None:
     return max(updated - hot, 0) + deleted
 
 
+def _live_growth(before: Relation, after: Relation) -> int | None:
+    """Growth of n_live_tup over the interval; across a vacuum or an ANALYZE, which set it to
+    their own count (pgstat_report_vacuum(), pgstat_report_analyze()), the inserts less the
+    deletes, as a committed transaction adds them to it (AtEOXact_PgStat_Relations())."""
+    if _overwrites(after) == _overwrites(before):
+        return _change(before.n_live_tup, after.n_live_tup)
+    inserted = _delta(before.n_tup_ins, after.n_tup_ins)
+    deleted = _delta(before.n_tup_del, after.n_tup_del)
+    return None if inserted is None or deleted is None else inserted - deleted
+
+
 def _vacuums(rel: Relation) -> int:
     return (rel.vacuum_count or 0) + (rel.autovacuum_count or 0)
+
+
+def _overwrites(rel: Relation) -> tuple[int, int]:
+    """Vacuums and ANALYZEs so far: each overwrites n_live_tup and n_dead_tup."""
+    return _vacuums(rel), (rel.analyze_count or 0) + (rel.autoanalyze_count or 0)
+
+
+def _change(before: int | None, after: int | None) -> int | None:
+    return None if before is None or after is None else after - before
 
 
 def _delta(before: int | None, after: int | None) -> int | None:

@@ -46,14 +46,17 @@ class WindowFigures(Record):
 
 
 class Prediction(Record):
-    """The simulator from the advice's snapshots, without and with the changes: the peaks over a
-    window as long as the measured ones, the rates over a longer run (``rates_over_s``)."""
+    """The simulator from the advice's snapshots, without and with the changes: the peaks over
+    the windows the measurement takes, the rates over a longer run (``rates_over_s``)."""
 
     peak_dead_without: int = Field(
         description="n_dead_tup at its highest over a simulated window as long as the measured "
         "ones, starting at the advice's later snapshot, without the changes"
     )
-    peak_dead_with: int = Field(description="the same, with the changes")
+    peak_dead_with: int = Field(
+        description="the same with the changes, over the window that starts once every watched "
+        "relation has had its first vacuum under them (settle_s), as the after window does"
+    )
     vacuums_per_hour_without: float = Field(
         description="vacuums over a simulation of rates_over_s seconds, per hour, without the "
         "changes (a window shorter than the naptime may hold no launch: no rate)"
@@ -63,6 +66,12 @@ class Prediction(Record):
         default=None,
         description="how long the simulation the rates come from ran: at least an hour and five "
         "launch intervals; None in records written when it was the window's length",
+    )
+    settle_s: float | None = Field(
+        default=None,
+        description="seconds from the changes to the end of the first vacuum of the last "
+        "watched relation under them, at most one window: where the predicted window with the "
+        "changes starts; None in records written when it started with the changes",
     )
 
 

@@ -44,10 +44,15 @@ _VERDICT_STYLE = {
 
 def headline(v: Verification) -> str:
     a = v.advice
-    return (
+    where = (
         f"Advice verified on {a.server.database} ({a.server.version.split(' on ')[0]}): "
-        f"advised over {a.interval_s or 0:.0f} s, then {duration(v.window_s)} before and "
-        f"{duration(v.window_s)} after the changes (after {duration(v.settle_s)} to settle)"
+        f"advised over {a.interval_s or 0:.0f} s"
+    )
+    if not v.applied:
+        return f"{where}; nothing was changed, so nothing was measured"
+    return (
+        f"{where}, then {duration(v.window_s)} before and {duration(v.window_s)} after the "
+        f"changes (after {duration(v.settle_s)} to settle)"
     )
 
 

@@ -365,14 +365,7 @@ def _gathering(before: Relation, after: Relation, seconds: float, taken_at: date
     """Whether the relation gathered dead tuples or inserts since ``before``: it may pass a
     threshold within the window (with being due now, or ``reach`` transaction ids from its
     freeze limit: survey())."""
-    if (
-        after.n_dead_tup == before.n_dead_tup
-        and after.n_tup_ins == before.n_tup_ins
-        and after.n_dead_tup is not None
-        and after.n_tup_ins is not None
-        and after.vacuum_count == before.vacuum_count
-        and after.autovacuum_count == before.autovacuum_count
-    ):
+    if rates.still(before, after):
         return False  # rates.between() gives none of either: most relations, at each refresh
     rate = rates.between(before, after, seconds, taken_at)
     return rate is not None and (
