@@ -9,6 +9,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Test processes, each with an embedded server of its own: most slow tests wait on a
+# workload or an interval rather than on the CPU, so three share two cores well. A file's
+# tests stay in one process (--dist loadfile): its module fixtures (a study run) run once.
+TEST_WORKERS ?= 3
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: demo test test-all scenarios lint bench clean venv-dev
 
@@ -38,15 +43,15 @@ lint: $(VENV)/.installed-dev
 # pytest exits 5 when a filter selects no test: that is not a failure.
 # Tests marked slow run only in CI (CI=true) and in test-all.
 test: lint
-	$(BIN)/pytest $(if $(CI),,-m 'not slow') $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) $(if $(CI),,-m 'not slow') $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-all: lint
-	$(BIN)/pytest $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The advisor's scenario suite: real workloads on the sandbox, each with the findings that must
 # appear and those that must not (slow; CI runs them with the rest).
 scenarios: $(VENV)/.installed-dev
-	$(BIN)/pytest tests/scenarios
+	$(PYTEST) tests/scenarios
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/against_start.py

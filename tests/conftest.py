@@ -16,17 +16,42 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from scenarios import suite
 from vacuumlab.pg.sandbox import Sandbox
 
 TEST_DSN = os.environ.get("VACUUMLAB_TEST_DSN")
 PASSWORD_ROLE = "vl_password_role"
 PASSWORD = "right-password"
+#: The session's server: nothing a test measures depends on data reaching the disk, and
+#: skipping fsync saves time in every commit, CREATE DATABASE and checkpoint. Not
+#: synchronous_commit (tests read the flushed WAL position) nor full_page_writes (the TOAST
+#: study measures the full-page images that data checksums make vacuum write).
+TEST_SETTINGS = {"fsync": "off"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    suite.configure(config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    suite.hand_over(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist: a worker ended; its scenario outcomes join the controller's."""
+    suite.take(node.config, node)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    suite.summary(terminalreporter)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -59,7 +84,7 @@ def sandbox_root() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def sandbox(sandbox_root: Path) -> Iterator[Sandbox]:
-    with Sandbox.start(sandbox_root / "session") as sb:
+    with Sandbox.start(sandbox_root / "session", settings=TEST_SETTINGS) as sb:
         _require_password_for(sb, PASSWORD_ROLE, PASSWORD)
         yield sb
 

@@ -1,28 +1,19 @@
 """The scenario suite's verdicts: each scenario judges its advice against its expectations
 through ``verdict``; at the end of the session the precision/recall table is printed, and
-written as Markdown to ``$VACUUMLAB_SCENARIO_REPORT`` when that is set."""
+written as Markdown to ``$VACUUMLAB_SCENARIO_REPORT`` when that is set (scenarios/suite.py)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from scenarios.expect import Expect, Outcome, Verdict, judge
-from scenarios.report import markdown
+from scenarios.suite import OUTCOMES
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice
-
-REPORT_VARIABLE = "VACUUMLAB_SCENARIO_REPORT"
-OUTCOMES = pytest.StashKey[list[Outcome]]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[OUTCOMES] = []
 
 
 @pytest.fixture
@@ -40,19 +31,6 @@ def verdict(request: pytest.FixtureRequest) -> Verdict:
         return outcome
 
     return judged
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    outcomes = terminalreporter.config.stash.get(OUTCOMES, [])
-    if not outcomes:
-        return
-    text = markdown(outcomes)
-    terminalreporter.write_sep("=", "advisor scenario suite")
-    terminalreporter.write_line(text)
-    target = os.environ.get(REPORT_VARIABLE)
-    if target:
-        Path(target).write_text(text, encoding="utf-8")
-        terminalreporter.write_line(f"written to {target}")
 
 
 @pytest.fixture
