@@ -25,6 +25,7 @@ from psycopg.conninfo import make_conninfo
 
 from scenarios import suite
 from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.store import Store
 
 TEST_DSN = os.environ.get("VACUUMLAB_TEST_DSN")
 PASSWORD_ROLE = "vl_password_role"
@@ -119,6 +120,13 @@ def server(request: pytest.FixtureRequest) -> str:
         return sb.dsn
     assert TEST_DSN is not None
     return TEST_DSN
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """An empty results store of the test's own."""
+    with Store.open(tmp_path / "results.sqlite") as s:
+        yield s
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -21,12 +20,6 @@ from vacuumlab.report.churn import render_churn_report
 from vacuumlab.store import Store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "r.sqlite") as s:
-        yield s
 
 
 def render(store: Store, run_id: int, out: Path) -> str:

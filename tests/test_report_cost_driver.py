@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -42,12 +41,6 @@ WRITES = (
     "writes_bgwriter_pages",
     "writes_other_pages",
 )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "r.sqlite") as s:
-        yield s
 
 
 def render(store: Store, run_id: int, out: Path) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
@@ -42,12 +41,6 @@ LABELS = {"fits": "fits in memory", "2x": "2× memory", "10x": "10× memory"}
 
 #: The main synthetic run: fillfactor 90 is 5 % faster at 2× memory, nothing else differs.
 FASTER = {("2x", 90): 0.05}
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "r.sqlite") as s:
-        yield s
 
 
 @dataclass(frozen=True)

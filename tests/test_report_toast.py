@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -37,12 +36,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHART_IDS = ["chart-sizes", "chart-timings", "chart-work", "chart-timeline"]
 PNGS = ["sizes.png", "timeline.png", "timings.png", "work.png"]
 SECTIONS = ("run", "sizes", "timings", "work", "freeze", "autovacuum", "parallel", "method")
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "r.sqlite") as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,6 @@ T1 = T0 + timedelta(seconds=42.5)
 SETTINGS = {"autovacuum_naptime": "60", "maintenance_work_mem": "65536"}
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store.open(tmp_path / "results.sqlite") as s:
-        yield s
-
-
 def new_run(store: Store, study: str = "churn") -> int:
     return store.create_run(
         study, {"rows": 1000}, server_version="17.2", settings=SETTINGS, machine={"host": "x"}
