@@ -403,3 +403,36 @@ def test_an_end_moved_earlier_leaves_no_stale_end_for_the_next_vacuum_of_the_rel
     assert first.end < stale  # ... and the other's end moved earlier
     assert second.start < stale  # started again before the end first set for the first one
     assert second.end - second.start == pytest.approx(FIXED_S + 10_000 * per_page_alone)
+
+
+def test_since_15_a_normal_vacuum_that_reads_every_unfrozen_page_advances_relfrozenxid() -> None:
+    """heap_vacuum_rel() (vacuumlazy.c, 15+) sets a new relfrozenxid after a normal vacuum
+    unless it skipped an all-visible page that was not all-frozen. A 10-page table never has a
+    run of 32 all-visible pages to skip. Vacuumed at 300 s (age 133 million, below the
+    aggressive 150 million) and every 2 hours after, at 10,000 xids/s: on 15 each vacuum
+    brings its age back to vacuum_freeze_min_age and it never reaches its freeze limit; before
+    15 its age passes 200 million at 7,000 s and it is forced."""
+    slow = subject(1, dead=240.0, dead_per_second=250.0 / 7200.0, xid_age=130_000_000.0)
+    on_15 = simulate([slow], launcher(xids_per_second=10_000.0), 4 * 3600).tallies[0]
+    assert on_15.vacuums == 2
+    assert on_15.forced == 0
+    on_14 = launcher(xids_per_second=10_000.0, normal_advances=False)
+    assert simulate([slow], on_14, 4 * 3600).tallies[0].forced == 1
+
+
+def test_a_normal_vacuum_that_skips_unfrozen_all_visible_pages_leaves_relfrozenxid() -> None:
+    """The same table with 100,000 pages, all all-visible: its vacuum skips long runs of them.
+    Not all-frozen, they keep relfrozenxid where it was and the table is forced at its limit;
+    all-frozen, the normal vacuum advances it and nothing is forced."""
+    big = subject(
+        1,
+        dead=240.0,
+        dead_per_second=250.0 / 7200.0,
+        xid_age=130_000_000.0,
+        pages=100_000.0,
+        all_visible=100_000.0,
+    )
+    fast = launcher(xids_per_second=10_000.0)
+    assert simulate([big], fast, 4 * 3600).tallies[0].forced == 1
+    frozen = replace(big, all_frozen=100_000.0)
+    assert simulate([frozen], fast, 4 * 3600).tallies[0].forced == 0

@@ -30,8 +30,9 @@ ASSUMPTIONS = (
     "pages are in shared buffers; a vacuum reads and dirties each heap page that is not "
     "all-visible, and changes reach pages at random",
     "other databases' workers take no time; analyze-only visits are not simulated",
-    "a normal vacuum leaves relfrozenxid where it was; an aggressive one brings its age back "
-    "to vacuum_freeze_min_age",
+    "an aggressive vacuum brings relfrozenxid's age back to vacuum_freeze_min_age (the most "
+    "it can be), and so does a normal one from PostgreSQL 15 unless it skips an all-visible "
+    "page that is not all-frozen; before 18 no page is known to be all-frozen",
 )
 _COST_DEFAULTS = {
     "vacuum_cost_page_hit": "1",
@@ -252,6 +253,7 @@ class _Builder:
             failsafe_age=self.failsafe_age,
             pages=pages,
             all_visible=float(min(rel.relallvisible, pages)),
+            all_frozen=float(min(rel.relallfrozen or 0, rel.relallvisible, pages)),
             index_pages=float((rel.index_bytes or 0) // block),
             n_indexes=rel.n_indexes,
             page_hit=cost.page_hit,
@@ -294,6 +296,7 @@ def _launcher(
         cost_limit=float(base.limit),
         cost_delay_ms=base.delay_ms,
         xids_per_second=xids,
+        normal_advances=version >= 150000,
     )
 
 

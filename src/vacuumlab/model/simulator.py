@@ -26,7 +26,8 @@ What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
   move as a table grows.
 - **Wraparound**: a relation's xid age grows with the server's transaction rate; past its
   freeze limit it is forced (``model.forcing``) even with autovacuum off. An aggressive vacuum
-  brings its age back to ``vacuum_freeze_min_age``; a normal one is taken to leave it.
+  brings its age back to ``vacuum_freeze_min_age``. Since PostgreSQL 15 a normal one does too,
+  unless it skipped an all-visible page that was not all-frozen (:func:`skips_unfrozen`).
 
 Analyze-only visits, horizon holders and other databases' work are not simulated.
 """
@@ -94,6 +95,7 @@ class Subject:
     page_dirty: float
     own_limit: float | None = None  # own cost settings: left out of the balance
     own_delay_ms: float | None = None
+    all_frozen: float = 0.0  # relallfrozen (18+); before 18 unknown, taken as none
 
     @property
     def balanced(self) -> bool:
@@ -112,6 +114,7 @@ class Launcher:
     cost_delay_ms: float = 2.0
     xids_per_second: float = 0.0
     first_launch_s: float | None = None  # None: half a launch interval in
+    normal_advances: bool = True  # 15+: a normal vacuum can advance relfrozenxid
 
     @property
     def launch_every_s(self) -> float:
@@ -251,13 +254,14 @@ class _Rel:
     __slots__ = (
         "aggressive_age", "balanced", "base_pages", "changes", "changes_per_second", "dead",
         "dead_per_second", "delay_ms", "due_at", "durations", "enabled", "failsafe_age",
-        "forced", "freeze_min_age", "index", "index_pages", "indexed", "insert_base",
-        "insert_scale", "inserted", "inserts_per_second", "last_end", "listed",
-        "live_per_second", "max_wait", "next_bucket", "next_due", "next_seq", "own_limit",
-        "page_dirty", "page_hit", "peak_dead", "reltuples", "reltuples_then", "running",
-        "since", "starts", "unfrozen", "v_at", "v_cost", "v_done", "v_forced", "v_nosleep",
-        "v_speed", "v_start", "v_version", "v_work", "v_worker", "vacuum_base", "vacuum_cap",
-        "vacuum_scale", "vacuums", "visible", "waited", "xid_age", "xid_limit",
+        "forced", "freeze_min_age", "frozen", "index", "index_pages", "indexed",
+        "insert_base", "insert_scale", "inserted", "inserts_per_second", "last_end",
+        "listed", "live_per_second", "max_wait", "next_bucket", "next_due", "next_seq",
+        "own_limit", "page_dirty", "page_hit", "peak_dead", "reltuples", "reltuples_then",
+        "running", "since", "starts", "unfrozen", "v_advances", "v_at", "v_cost", "v_done",
+        "v_forced", "v_nosleep", "v_speed", "v_start", "v_version", "v_work", "v_worker",
+        "vacuum_base", "vacuum_cap", "vacuum_scale", "vacuums", "visible", "waited",
+        "xid_age", "xid_limit",
     )  # fmt: skip
 
     def __init__(self, index: int, s: Subject, launcher: Launcher) -> None:
@@ -291,6 +295,7 @@ class _Rel:
         self.xid_age = s.xid_age
         self.reltuples = s.reltuples
         self.visible = s.all_visible  # all-visible pages when ``changes`` started counting
+        self.frozen = min(s.all_frozen, s.all_visible)  # of those, all-frozen
         self.changes = 0.0  # dead tuples and inserts since then
         self.since = 0.0
         self.due_at: float | None = None  # when it passed a threshold; None while it needs none
@@ -306,7 +311,7 @@ class _Rel:
         # turns into sleep, the share done as of ``v_at`` and the share done per second.
         self.v_worker: _Worker | None = None
         self.v_start = self.v_work = self.v_cost = self.v_done = self.v_at = self.v_speed = 0.0
-        self.v_forced = self.v_nosleep = False
+        self.v_forced = self.v_nosleep = self.v_advances = False
         self.v_version = 0  # the sequence number of the end event in force (0: none)
         self.vacuums = self.forced = 0
         self.starts: list[float] = []
@@ -397,6 +402,7 @@ class Simulator:
         xps, every, cost_limit = (
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
         )  # fmt: skip
+        advances = launcher.normal_advances
         solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
         # (at, seq, the relation whose vacuum ends or None for a launch). An end is in force
         # while its seq is the relation's v_version: a seq is never reused, so an end that was
@@ -510,9 +516,12 @@ class Simulator:
             xid_age = r.xid_age
             r.v_forced = xid_age > r.xid_limit
             r.v_nosleep = nosleep = xid_age >= r.failsafe_age or not r.delay_ms > 0
-            r.v_work, r.v_cost = work, cost = _vacuum_cost(
-                r, at, aggressive=xid_age >= r.aggressive_age
-            )
+            aggressive = xid_age >= r.aggressive_age
+            r.v_work, r.v_cost = work, cost = _vacuum_cost(r, at, aggressive=aggressive)
+            # heap_vacuum_rel() (vacuumlazy.c): an aggressive vacuum always sets a new
+            # relfrozenxid; since 15 a normal one does unless it skipped an all-visible page
+            # that was not all-frozen (vacrel->skippedallvis).
+            r.v_advances = aggressive or (advances and not skips_unfrozen(r))
             r.v_start = r.v_at = at
             r.v_done = r.v_speed = 0.0
             r.v_worker = worker
@@ -591,9 +600,17 @@ class Simulator:
             r.dead = COUNTED_DURING * r.dead_per_second * (at - start)
             r.inserted = 0.0
             # Vacuum sets every page it leaves clean all-visible; what changed meanwhile is not.
-            r.visible = r.pages()
+            # It is taken to freeze no page that was not all-frozen already: it freezes only
+            # tuples older than vacuum_freeze_min_age (heap_prepare_freeze_tuple() in
+            # heapam.c), and from 16 whole pages opportunistically, which is not modelled.
+            pages = r.pages()
+            r.frozen = min(r.frozen * math.exp(-r.changes / pages), pages)
+            r.visible = pages
             r.changes = r.changes_per_second * (at - start)
-            if r.xid_age >= r.aggressive_age and r.freeze_min_age < r.xid_age:
+            # The new relfrozenxid is the oldest xid left unfrozen, no older than the freeze
+            # cutoff: its age is taken as vacuum_freeze_min_age, the most it can be (a table
+            # whose rows are all younger gets a younger one).
+            if r.v_advances and r.freeze_min_age < r.xid_age:
                 r.xid_age = r.freeze_min_age
             r.running = False
             r.due_at = None
@@ -706,6 +723,35 @@ def _crossing(r: _Thresholds, since: float, xids_per_second: float) -> float:
                 if at < when:
                     when = at
     return when
+
+
+#: heap_vac_scan_next_block() (vacuumlazy.c) skips only runs of at least this many all-visible
+#: pages, and never the last page.
+SKIP_PAGES_THRESHOLD: Final = 32
+
+
+def skips_unfrozen(r: _Rel) -> bool:
+    """Whether a normal vacuum starting now is expected to skip an all-visible page that is
+    not all-frozen, which keeps relfrozenxid where it was (vacrel->skippedallvis).
+
+    The pages still all-visible are those it left so, thinned by the changes since, taken as
+    spread at random (as in :func:`_vacuum_cost`); of those, the all-frozen ones likewise. With
+    a share p of pages all-visible, runs of SKIP_PAGES_THRESHOLD or more start at the first
+    page with chance p^L and after each page that is not all-visible with chance (1 − p)·p^L;
+    a run holds an unfrozen page unless its first L pages are all frozen, (f / p)^L. It is
+    taken to skip one when at least half a run is expected. PostgreSQL 18's eager scanning
+    of some all-visible pages is left out: it can only make advancing more likely."""
+    pages = r.pages()
+    eligible = pages - 1.0  # the last page is always read
+    if eligible < SKIP_PAGES_THRESHOLD:
+        return False
+    thinning = math.exp(-r.changes / pages)
+    p = min(r.visible * thinning / pages, 1.0)
+    if p <= 0.0:
+        return False
+    f = min(r.frozen * thinning / pages, p)
+    runs = p**SKIP_PAGES_THRESHOLD * (1.0 + (eligible - SKIP_PAGES_THRESHOLD) * (1.0 - p))
+    return runs * (1.0 - (f / p) ** SKIP_PAGES_THRESHOLD) >= 0.5
 
 
 def clean_share(age_s: float) -> float:
