@@ -31,7 +31,7 @@ from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
+from vacuumlab.records.snapshot import AutovacuumWorker, ExactBloat, Relation, Snapshot, Table
 
 MODULES = (timing, workers, hot, toast, bloat)
 
@@ -356,6 +356,31 @@ def test_tables_vacuumed_in_between_or_over_a_short_interval_did_not_wait() -> N
     short = workers.findings(waiting_context(seconds=90))[-1]  # under two naptimes
     assert short.severity == "info"
     assert short.recommendations == []
+
+
+def analyzing(relid: int | None, pid: int) -> AutovacuumWorker:
+    """An autovacuum worker running ANALYZE (relid) or between two relations (None)."""
+    doing = "analyze" if relid is not None else None
+    return AutovacuumWorker(pid=pid, database="app", backend_start=T0, relid=relid, doing=doing)
+
+
+def test_workers_running_analyze_hold_slots_and_share_the_cost_limit() -> None:
+    """pg_stat_progress_vacuum shows no worker, but pg_stat_activity shows three: two running
+    ANALYZE, one between relations. Each holds a slot (three of three busy while tables wait)
+    and has wi_dobalance (autovac_recalculate_workers_for_balance() counts it)."""
+    ctx = workers_context((20_000, 20_000, 20_000), 6000)
+    now = ctx.now.model_copy(
+        update={"workers": [analyzing(300, 1), analyzing(301, 2), analyzing(None, 3)]}
+    )
+    later = Context(ctx.snapshot, now)
+    found = workers.findings(later)[-1]
+    assert found.title == (
+        "3 of 3 autovacuum workers busy; relations past their threshold without one: 3"
+    )
+    assert found.severity == "warning"
+    assert later.balanced_autovacuums == 3
+    # A snapshot saved before the workers were collected counts the vacuums in progress.
+    assert workers.findings(ctx)[-1].title.startswith("0 of 3 autovacuum workers busy")
 
 
 def test_workers_without_rates() -> None:

@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -27,6 +28,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import connect as connect_module
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
+from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.snapshot import Snapshot, Table, parse_snapshot
 
 SCENARIO = (
@@ -526,3 +528,32 @@ def test_own_queries_are_tagged_in_pg_stat_statements(embedded_database: str) ->
         ).fetchall()
     tags = {q.rsplit("/* vacuumlab:", 1)[1].rstrip(" */") for (q,) in rows}
     assert {"tables", "settings", "backends", "server_info"} <= tags
+
+
+def test_workers_come_from_pg_stat_activity_analyze_included(sandbox_root: Path) -> None:
+    """An autovacuum worker running ANALYZE, caught on a server of its own with a naptime of a
+    second: a table past its analyze threshold only, analysed at a cost limit of 1 per 100 ms,
+    so the worker stays in ANALYZE for many seconds. pg_stat_progress_vacuum shows nothing;
+    the snapshot's workers show it, with the table and what it does."""
+    settings = {"autovacuum_naptime": "1"}
+    with Sandbox.start(sandbox_root / "workers", settings=settings) as server:
+        execute(
+            server.dsn,
+            """CREATE TABLE sampled (id int, pad text) WITH (autovacuum_vacuum_threshold =
+            1000000000, autovacuum_vacuum_insert_threshold = -1, autovacuum_analyze_threshold
+            = 0, autovacuum_analyze_scale_factor = 0, autovacuum_vacuum_cost_limit = 1,
+            autovacuum_vacuum_cost_delay = 100)""",
+            "INSERT INTO sampled SELECT i, repeat('x', 200) FROM generate_series(1, 100000) i",
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            snap = snapshot_of(server.dsn)
+            assert snap.workers is not None
+            found = [w for w in snap.workers if w.doing == "analyze"]
+            if found or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        oid = table(snap, "sampled").heap.oid
+        assert [(w.relid, w.database) for w in found] == [(oid, "postgres")]
+        assert not any(v.relid == oid for v in snap.vacuums)
+        assert found[0].pid not in {v.pid for v in snap.vacuums}

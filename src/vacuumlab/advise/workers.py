@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from vacuumlab.advise import estimate, horizon, timing
 from vacuumlab.advise.context import Context, alter_system
+from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
@@ -234,15 +235,16 @@ def _system(ctx: Context, setting: str, value: str, why: str, impact: float) -> 
 
 def _workers(ctx: Context) -> Finding:
     max_workers = ctx.workers
-    running = [v for v in ctx.now.vacuums if v.is_autovacuum]
-    busy = {v.relid for v in running}
+    # Every worker alive holds a slot, those running ANALYZE too (pg_stat_activity).
+    running = balance.busy_workers(ctx.now.workers, ctx.now.vacuums)
+    busy = {v.relid for v in ctx.now.vacuums if v.is_autovacuum}
     names = ctx.names
     waiting = [
         names[t.relation.oid]
         for t in ctx.thresholds
         if t.needs_vacuum and t.relation.oid not in busy
     ]
-    free = max(max_workers - len(running), 0)
+    free = max(max_workers - running, 0)
     # With a worker free, a waiting relation only waits for the launcher's next round.
     waited = _waited(ctx, busy)
     short = (free == 0 and bool(waiting)) or bool(waited)
@@ -258,14 +260,14 @@ def _workers(ctx: Context) -> Finding:
         severity=severity,
         relation=None,
         title=(
-            f"{len(running)} of {max_workers} autovacuum workers busy; relations past their "
+            f"{running} of {max_workers} autovacuum workers busy; relations past their "
             f"threshold without one: {len(waiting)}"
             + (f"; {len(waited)} waited the whole {ctx.seconds or 0:,.0f} s" if waited else "")
         ),
         detail=detail,
         evidence={
             "autovacuum_max_workers": max_workers,
-            "running": len(running),
+            "running": running,
             "free": free,
             "waiting": len(waiting),
             "waited_the_interval": len(waited) if ctx.later is not None else None,

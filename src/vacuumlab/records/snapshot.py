@@ -297,6 +297,17 @@ class VacuumProgress(Record):
         return None
 
 
+class AutovacuumWorker(Record):
+    """An autovacuum worker alive now (``pg_stat_activity``), in any database: vacuuming,
+    analyzing or between two relations, it holds a worker slot."""
+
+    pid: int
+    database: str | None
+    backend_start: datetime = Field(description="its launch")
+    relid: int | None = Field(description="the relation it vacuums or analyzes now")
+    doing: Literal["vacuum", "analyze"] | None = Field(description="None between relations")
+
+
 class ExactBloat(Record):
     """``pgstattuple_approx`` for one relation, measured by ``--exact`` (pgstattuple 1.3+).
 
@@ -345,6 +356,11 @@ class Snapshot(Record):
     slots: list[ReplicationSlot] = []
     prepared: list[PreparedXact] = []
     vacuums: list[VacuumProgress] = []
+    workers: list[AutovacuumWorker] | None = Field(
+        default=None,
+        description="every autovacuum worker alive, ANALYZE included; None in snapshots "
+        "saved before it was collected, or when pg_stat_activity could not be read",
+    )
     exact: list[ExactBloat] = Field(
         default=[], description="only when collected with --exact: the probe reads tables"
     )
