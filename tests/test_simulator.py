@@ -436,3 +436,57 @@ def test_a_normal_vacuum_that_skips_unfrozen_all_visible_pages_leaves_relfrozenx
     assert simulate([big], fast, 4 * 3600).tallies[0].forced == 1
     frozen = replace(big, all_frozen=100_000.0)
     assert simulate([frozen], fast, 4 * 3600).tallies[0].forced == 0
+
+
+def test_autovacuum_off_still_vacuums_past_the_multixact_freeze_limit() -> None:
+    """relation_needs_vacanalyze() forces a vacuum once mxid_age(relminmxid) passes
+    Min(reloption, MultiXactMemberFreezeThreshold()): at 100 multixacts/s a table 10,000
+    short of its 400 million limit passes it at 100 s and the next worker (at 120 s) takes it,
+    aggressive too (past 0.95 × the limit), so its age comes back to the 5 million of
+    vacuum_multixact_freeze_min_age and once is enough."""
+    off = subject(
+        1,
+        enabled=False,
+        mxid_age=399_990_000.0,
+        mxid_limit=400_000_000.0,
+        mxid_aggressive_age=380_000_000.0,
+    )
+    tally = simulate([off], launcher(mxids_per_second=100.0), 3600).tallies[0]
+    assert (tally.vacuums, tally.forced) == (1, 1)
+    assert tally.starts[0] == pytest.approx(120.0)
+
+
+def test_past_the_multixact_failsafe_age_a_vacuum_runs_unthrottled() -> None:
+    """lazy_check_wraparound_failsafe() drops the cost-based sleeps when relminmxid is past
+    Max(vacuum_multixact_failsafe_age, 1.05 × autovacuum_multixact_freeze_max_age), as for
+    xids: 10,000 pages read and dirtied at 200 per 2 ms would take 2.1 s; unthrottled, the
+    unthrottled work alone."""
+    big = subject(1, dead=300.0, pages=10_000.0)
+    throttled = simulate([big], launcher(), 30).tallies[0].durations[0]
+    past = replace(big, mxid_age=1_700_000_000.0, mxid_failsafe_age=1_680_000_000.0)
+    unthrottled = simulate([past], launcher(), 30).tallies[0].durations[0]
+    assert throttled > 1.0
+    assert unthrottled == pytest.approx(FIXED_S + 10_000 * 2e-5)
+
+
+def test_forecast_takes_the_multixact_rate_from_relminmxid_ages() -> None:
+    """The snapshots carry no next multixact id: the ages of relminmxid that no vacuum moved
+    grow by the multixacts used, here 6,000 in 60 s. A table with autovacuum off, 180,000
+    short of the 400 million default limit, passes it after 1,800 s and is forced."""
+    from advise_fixtures import relation, snapshot
+
+    def table(age: int) -> Table:
+        rel = relation(
+            100, "locked", reltuples=1000.0, relpages=10, minmxid_age=age,
+            reloptions={"autovacuum_enabled": "off"},
+        )  # fmt: skip
+        return Table(heap=rel, toast=None)
+
+    before = snapshot(table(399_814_000))
+    after = snapshot(table(399_820_000), seconds=60)
+    sim = forecast(before, after, hours=1)
+    locked = sim.relation("public.locked")
+    assert locked is not None
+    assert (locked.vacuums, locked.forced) == (1, 1)
+    assert locked.first_start_s is not None
+    assert 1800 <= locked.first_start_s <= 1860

@@ -189,6 +189,8 @@ class _Settings:
     balanced: bool
     aggressive_age: float
     freeze_min_age: float
+    mxid_aggressive_age: float
+    mxid_freeze_min_age: float
 
 
 @dataclass(slots=True)
@@ -201,10 +203,14 @@ class _Builder:
     earlier: Mapping[int, Relation]
     resolved: dict[tuple[tuple[str, str], ...], _Settings] = field(default_factory=dict)
     failsafe_age: float = field(init=False)
+    mxid_failsafe_age: float = field(init=False)
 
     def __post_init__(self) -> None:
-        # The server's failsafe age: the same for every relation, computed once.
+        # The server's failsafe ages: the same for every relation, computed once.
         self.failsafe_age = forcing.failsafe_age(self.server, version_num=self.version)
+        self.mxid_failsafe_age = forcing.failsafe_age(
+            self.server, multixact=True, version_num=self.version
+        )
 
     def settings(self, options: Mapping[str, str]) -> _Settings:
         """Resolved once per distinct set of reloptions."""
@@ -212,12 +218,17 @@ class _Builder:
         found = self.resolved.get(key)
         if found is None:
             cost, balanced = balance.own_cost(self.base, options)
+            aggressive, mxid_aggressive = work.aggressive_ages(self.server, options)
             found = self.resolved[key] = _Settings(
                 effective=th.effective(self.server, options, version_num=self.version),
                 cost=cost,
                 balanced=balanced,
-                aggressive_age=work.aggressive_ages(self.server, options)[0],
+                aggressive_age=aggressive,
                 freeze_min_age=_age(options, self.server, "freeze_min_age", 50_000_000),
+                mxid_aggressive_age=mxid_aggressive,
+                mxid_freeze_min_age=_age(
+                    options, self.server, "multixact_freeze_min_age", 5_000_000
+                ),
             )
         return found
 
@@ -254,6 +265,14 @@ class _Builder:
             pages=pages,
             all_visible=float(min(rel.relallvisible, pages)),
             all_frozen=float(min(rel.relallfrozen or 0, rel.relallvisible, pages)),
+            # Member space is not collected (PostgreSQL 13-18 expose no member count to SQL):
+            # the limit is the setting's, as forcing.member_freeze_threshold() gives it
+            # without members.
+            mxid_age=float(rel.minmxid_age or 0),
+            mxid_limit=float("inf") if in_recovery else eff.freeze.mxid,
+            mxid_aggressive_age=resolved.mxid_aggressive_age,
+            mxid_freeze_min_age=resolved.mxid_freeze_min_age,
+            mxid_failsafe_age=self.mxid_failsafe_age,
             index_pages=float((rel.index_bytes or 0) // block),
             n_indexes=rel.n_indexes,
             page_hit=cost.page_hit,
@@ -296,8 +315,33 @@ def _launcher(
         cost_limit=float(base.limit),
         cost_delay_ms=base.delay_ms,
         xids_per_second=xids,
+        mxids_per_second=_multixact_rate(before, after, seconds),
         normal_advances=version >= 150000,
     )
+
+
+def _multixact_rate(before: Snapshot, after: Snapshot, seconds: float) -> float:
+    """Multixact ids used per second. The snapshot has no next multixact id, but every
+    relminmxid and datminmxid that no vacuum moved ages by exactly the ids used: the largest
+    growth of any of them is the rate (one that a vacuum moved grows less, or shrinks)."""
+    then: dict[tuple[str, str | int], int] = {
+        ("db", d.name): d.minmxid_age for d in before.databases
+    }
+    then |= {
+        ("rel", rel.oid): rel.minmxid_age
+        for t in before.tables
+        for rel in (t.heap, t.toast)
+        if rel is not None and rel.minmxid_age is not None
+    }
+    now: dict[tuple[str, str | int], int] = {("db", d.name): d.minmxid_age for d in after.databases}
+    now |= {
+        ("rel", rel.oid): rel.minmxid_age
+        for t in after.tables
+        for rel in (t.heap, t.toast)
+        if rel is not None and rel.minmxid_age is not None
+    }
+    growth = max((age - then[key] for key, age in now.items() if key in then), default=0)
+    return max(growth, 0) / seconds
 
 
 def _age(options: Mapping[str, str], server: Mapping[str, str], name: str, default: float) -> float:

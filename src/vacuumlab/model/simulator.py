@@ -24,8 +24,10 @@ What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
   holds what it found recently dead (``COUNTED_DURING``, see below) and the insert counter
   restarts (pgstat_report_vacuum()). ``reltuples`` follows the live-tuple rate, so thresholds
   move as a table grows.
-- **Wraparound**: a relation's xid age grows with the server's transaction rate; past its
-  freeze limit it is forced (``model.forcing``) even with autovacuum off. An aggressive vacuum
+- **Wraparound**: a relation's xid age grows with the server's transaction rate, its
+  multixact age with the multixact rate; past either freeze limit it is forced
+  (``model.forcing``) even with autovacuum off, and past either failsafe age its vacuum runs
+  unthrottled. An aggressive vacuum
   brings its age back to ``vacuum_freeze_min_age``. Since PostgreSQL 15 a normal one does too,
   unless it skipped an all-visible page that was not all-frozen (:func:`skips_unfrozen`).
 
@@ -96,6 +98,15 @@ class Subject:
     own_limit: float | None = None  # own cost settings: left out of the balance
     own_delay_ms: float | None = None
     all_frozen: float = 0.0  # relallfrozen (18+); before 18 unknown, taken as none
+    # Multixacts, as the xids above: mxid_age(relminmxid), forced past Min(reloption,
+    # MultiXactMemberFreezeThreshold()), aggressive past Min(multixact_freeze_table_age,
+    # 0.95 × that), brought back to vacuum_multixact_freeze_min_age, failsafe past
+    # Max(vacuum_multixact_failsafe_age, 1.05 × autovacuum_multixact_freeze_max_age).
+    mxid_age: float = 0.0
+    mxid_limit: float = math.inf
+    mxid_aggressive_age: float = math.inf
+    mxid_freeze_min_age: float = 5_000_000.0
+    mxid_failsafe_age: float = math.inf
 
     @property
     def balanced(self) -> bool:
@@ -113,6 +124,7 @@ class Launcher:
     cost_limit: float = 200.0
     cost_delay_ms: float = 2.0
     xids_per_second: float = 0.0
+    mxids_per_second: float = 0.0
     first_launch_s: float | None = None  # None: half a launch interval in
     normal_advances: bool = True  # 15+: a normal vacuum can advance relfrozenxid
 
@@ -243,6 +255,10 @@ class _Thresholds(Protocol):
     def inserted(self) -> float: ...
     @property
     def xid_age(self) -> float: ...
+    @property
+    def mxid_age(self) -> float: ...
+    @property
+    def mxid_limit(self) -> float: ...
 
 
 class _Rel:
@@ -256,12 +272,13 @@ class _Rel:
         "dead_per_second", "delay_ms", "due_at", "durations", "enabled", "failsafe_age",
         "forced", "freeze_min_age", "frozen", "index", "index_pages", "indexed",
         "insert_base", "insert_scale", "inserted", "inserts_per_second", "last_end",
-        "listed", "live_per_second", "max_wait", "next_bucket", "next_due", "next_seq",
-        "own_limit", "page_dirty", "page_hit", "peak_dead", "reltuples", "reltuples_then",
-        "running", "since", "starts", "unfrozen", "v_advances", "v_at", "v_cost", "v_done",
-        "v_forced", "v_nosleep", "v_speed", "v_start", "v_version", "v_work", "v_worker",
-        "vacuum_base", "vacuum_cap", "vacuum_scale", "vacuums", "visible", "waited",
-        "xid_age", "xid_limit",
+        "listed", "live_per_second", "max_wait", "mxid_age", "mxid_aggressive_age",
+        "mxid_failsafe_age", "mxid_freeze_min_age", "mxid_limit", "next_bucket", "next_due",
+        "next_seq", "own_limit", "page_dirty", "page_hit", "peak_dead", "reltuples",
+        "reltuples_then", "running", "since", "starts", "unfrozen", "v_advances", "v_at",
+        "v_cost", "v_done", "v_forced", "v_nosleep", "v_speed", "v_start", "v_version",
+        "v_work", "v_worker", "vacuum_base", "vacuum_cap", "vacuum_scale", "vacuums",
+        "visible", "waited", "xid_age", "xid_limit",
     )  # fmt: skip
 
     def __init__(self, index: int, s: Subject, launcher: Launcher) -> None:
@@ -278,6 +295,10 @@ class _Rel:
         self.changes_per_second = s.dead_per_second + s.inserts_per_second
         self.live_per_second = s.live_per_second
         self.xid_limit = s.xid_limit
+        self.mxid_limit = s.mxid_limit
+        self.mxid_aggressive_age = s.mxid_aggressive_age
+        self.mxid_freeze_min_age = s.mxid_freeze_min_age
+        self.mxid_failsafe_age = s.mxid_failsafe_age
         self.aggressive_age = s.aggressive_age
         self.freeze_min_age = s.freeze_min_age
         self.failsafe_age = s.failsafe_age
@@ -293,6 +314,7 @@ class _Rel:
         self.dead = s.dead
         self.inserted = s.inserted
         self.xid_age = s.xid_age
+        self.mxid_age = s.mxid_age
         self.reltuples = s.reltuples
         self.visible = s.all_visible  # all-visible pages when ``changes`` started counting
         self.frozen = min(s.all_frozen, s.all_visible)  # of those, all-frozen
@@ -319,7 +341,7 @@ class _Rel:
         self.peak_dead = s.dead
         self.waited = self.max_wait = 0.0
 
-    def advance(self, at: float, xids_per_second: float) -> None:
+    def advance(self, at: float, xids_per_second: float, mxids_per_second: float) -> None:
         """Bring the counters forward to ``at``."""
         elapsed = at - self.since
         if elapsed <= 0:
@@ -328,6 +350,7 @@ class _Rel:
         self.inserted += self.inserts_per_second * elapsed
         self.changes += self.changes_per_second * elapsed
         self.xid_age += xids_per_second * elapsed
+        self.mxid_age += mxids_per_second * elapsed
         if self.live_per_second:
             reltuples = self.reltuples + self.live_per_second * elapsed
             self.reltuples = 0.0 if reltuples < 0.0 else reltuples
@@ -403,6 +426,7 @@ class Simulator:
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
         )  # fmt: skip
         advances = launcher.normal_advances
+        mxps = launcher.mxids_per_second
         solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
         # (at, seq, the relation whose vacuum ends or None for a launch). An end is in force
         # while its seq is the relation's v_version: a seq is never reused, so an end that was
@@ -504,6 +528,7 @@ class Simulator:
                 r.inserted += r.inserts_per_second * elapsed
                 r.changes += r.changes_per_second * elapsed
                 r.xid_age += xps * elapsed
+                r.mxid_age += mxps * elapsed
                 if r.live_per_second:
                     reltuples = r.reltuples + r.live_per_second * elapsed
                     r.reltuples = 0.0 if reltuples < 0.0 else reltuples
@@ -513,10 +538,13 @@ class Simulator:
             r.waited += wait
             if wait > r.max_wait:
                 r.max_wait = wait
-            xid_age = r.xid_age
-            r.v_forced = xid_age > r.xid_limit
-            r.v_nosleep = nosleep = xid_age >= r.failsafe_age or not r.delay_ms > 0
-            aggressive = xid_age >= r.aggressive_age
+            xid_age, mxid_age = r.xid_age, r.mxid_age
+            r.v_forced = xid_age > r.xid_limit or mxid_age > r.mxid_limit
+            # lazy_check_wraparound_failsafe(): either counter past its failsafe age.
+            r.v_nosleep = nosleep = (
+                xid_age >= r.failsafe_age or mxid_age >= r.mxid_failsafe_age or not r.delay_ms > 0
+            )
+            aggressive = xid_age >= r.aggressive_age or mxid_age >= r.mxid_aggressive_age
             r.v_work, r.v_cost = work, cost = _vacuum_cost(r, at, aggressive=aggressive)
             # heap_vacuum_rel() (vacuumlazy.c): an aggressive vacuum always sets a new
             # relfrozenxid; since 15 a normal one does unless it skipped an all-visible page
@@ -578,6 +606,7 @@ class Simulator:
                 r.inserted += r.inserts_per_second * elapsed
                 r.changes += r.changes_per_second * elapsed
                 r.xid_age += xps * elapsed
+                r.mxid_age += mxps * elapsed
                 if r.live_per_second:
                     reltuples = r.reltuples + r.live_per_second * elapsed
                     r.reltuples = 0.0 if reltuples < 0.0 else reltuples
@@ -610,12 +639,15 @@ class Simulator:
             # The new relfrozenxid is the oldest xid left unfrozen, no older than the freeze
             # cutoff: its age is taken as vacuum_freeze_min_age, the most it can be (a table
             # whose rows are all younger gets a younger one).
-            if r.v_advances and r.freeze_min_age < r.xid_age:
-                r.xid_age = r.freeze_min_age
+            if r.v_advances:  # relminmxid advances with relfrozenxid (NewRelminMxid)
+                if r.freeze_min_age < r.xid_age:
+                    r.xid_age = r.freeze_min_age
+                if r.mxid_freeze_min_age < r.mxid_age:
+                    r.mxid_age = r.mxid_freeze_min_age
             r.running = False
             r.due_at = None
             r.last_end = at
-            when = _crossing(r, r.since, xps)
+            when = _crossing(r, r.since, xps, mxps)
             if when <= end:
                 seq += 1
                 r.next_due = when = when if when > at else at
@@ -651,10 +683,10 @@ class Simulator:
         """The relations that pass a threshold within the window, each noted in the bucket of
         the moment it does (their sequence numbers follow pg_class order)."""
         launcher, end = self.launcher, self.end
-        xps = launcher.xids_per_second
+        xps, mxps = launcher.xids_per_second, launcher.mxids_per_second
         rels = []
         for index, s in enumerate(self.subjects):
-            when = _crossing(s, 0.0, xps)
+            when = _crossing(s, 0.0, xps, mxps)
             if when <= end:
                 r = _Rel(index, s, launcher)
                 rels.append(r)
@@ -667,10 +699,10 @@ class Simulator:
     def _tallies(self, rels: list[_Rel]) -> dict[int, Tally]:
         """The tallies of the relations in the loop, their dead tuples brought forward to the
         end of the window."""
-        end, xps = self.end, self.launcher.xids_per_second
+        end, xps, mxps = self.end, self.launcher.xids_per_second, self.launcher.mxids_per_second
         tallies = {}
         for r in rels:
-            r.advance(end, xps)
+            r.advance(end, xps, mxps)
             r.peak_dead = max(r.peak_dead, r.dead)
             tallies[r.index] = r.tally()
         return tallies
@@ -692,16 +724,22 @@ def vacuum_threshold(subject: Subject, reltuples: float) -> float:
     return threshold if subject.vacuum_cap is None else min(threshold, subject.vacuum_cap)
 
 
-def _crossing(r: _Thresholds, since: float, xids_per_second: float) -> float:
+def _crossing(
+    r: _Thresholds, since: float, xids_per_second: float, mxids_per_second: float
+) -> float:
     """The moment a relation next needs a vacuum (relation_needs_vacanalyze()), from its
     counters as of ``since``: past its vacuum or insert threshold while they apply, or past its
     freeze limit; inf if never. Written out: it runs once per simulated vacuum."""
-    xid_age = r.xid_age
-    if xid_age > r.xid_limit:
+    xid_age, mxid_age = r.xid_age, r.mxid_age
+    if xid_age > r.xid_limit or mxid_age > r.mxid_limit:
         return since
     when = math.inf
     if xids_per_second > 0:
         when = since + (r.xid_limit - xid_age) / xids_per_second
+    if mxids_per_second > 0:
+        at = since + (r.mxid_limit - mxid_age) / mxids_per_second
+        if at < when:
+            when = at
     if r.enabled:
         threshold = r.vacuum_base + r.vacuum_scale * r.reltuples
         if r.vacuum_cap is not None and r.vacuum_cap < threshold:
