@@ -343,10 +343,65 @@ def test_tables_that_waited_the_whole_interval_mean_the_workers_are_short() -> N
     assert found.severity == "warning"
     assert found.evidence["waited_the_interval"] == 3
     assert found.title.endswith("without one: 3; 3 waited the whole 120 s")
-    assert "they waited for a slot" in found.detail
+    assert "They waited for a slot, or behind other relations' vacuums" in found.detail
     assert sqls(found) == [
         "ALTER SYSTEM SET \"autovacuum_max_workers\" = '6'; SELECT pg_reload_conf();"
     ]
+
+
+def behind_long_vacuums(workers_max: int) -> Context:
+    """Two busy tables of 200,000 pages, with a cost limit of their own of 20 (a vacuum of
+    about 420 s each, and past their threshold again about as soon), and a small table after
+    them in pg_class order, all past their threshold at both snapshots, 120 s apart; the large
+    ones are being vacuumed at the later snapshot, as many as there are slots."""
+
+    def big(oid: int, name: str) -> tuple[Table, Table]:
+        before = relation(
+            oid, name, reltuples=10_000_000.0, relpages=200_000, n_live_tup=10_000_000,
+            n_dead_tup=2_500_000, reloptions={"autovacuum_vacuum_cost_limit": "10"},
+        )  # fmt: skip
+        after = changed(before, n_dead_tup=3_100_000)  # 5,000 dead tuples a second
+        return Table(heap=before, toast=None), Table(heap=after, toast=None)
+
+    pairs = [big(300, "big0"), big(301, "big1"), queue_table(302, "small", 200, 500, 600)]
+    values = {"autovacuum_max_workers": str(workers_max)}
+    running = tuple(autovacuum(oid) for oid in (300, 301)[:workers_max])
+    return context(
+        snapshot(*(b for b, _ in pairs), values=values),
+        snapshot(*(a for _, a in pairs), seconds=120, values=values, vacuums=running),
+    )
+
+
+def workers_finding(ctx: Context) -> Finding:
+    """The workers finding as the advisor gives it: with the simulation's answer."""
+    return next(
+        f
+        for f in advise(ctx.snapshot, ctx.later).findings
+        if f.question == "workers" and "workers busy" in f.title
+    )
+
+
+def test_a_table_behind_long_vacuums_with_a_slot_free_is_the_launchers_pace() -> None:
+    """Three slots, two busy: the small table waited two naptimes with a slot free. The
+    simulation agrees (the worker at each naptime takes the next long vacuum in its list): more
+    workers would not help, a shorter naptime would."""
+    found = workers_finding(behind_long_vacuums(3))
+    assert found.severity == "warning"
+    assert found.evidence["simulated_waiting_with_slots_free"] >= 1
+    assert found.evidence["simulated_waiting_for_a_slot"] == 0
+    assert sqls(found) == [
+        "ALTER SYSTEM SET \"autovacuum_naptime\" = '30s'; SELECT pg_reload_conf();"
+    ]
+    assert "More workers would not shorten that" in found.detail
+
+
+def test_a_table_waiting_while_every_slot_is_busy_needs_more_workers() -> None:
+    """One slot, busy with a 420 s vacuum: the small table waits for the slot, in the
+    simulation too, and more workers is the advice."""
+    found = workers_finding(behind_long_vacuums(1))
+    assert found.evidence["simulated_waiting_for_a_slot"] >= 1
+    assert found.evidence["simulated_waiting_with_slots_free"] == 0
+    assert [r.setting for r in found.recommendations] == ["autovacuum_max_workers"]
 
 
 def test_tables_vacuumed_in_between_or_over_a_short_interval_did_not_wait() -> None:

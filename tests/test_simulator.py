@@ -490,3 +490,20 @@ def test_forecast_takes_the_multixact_rate_from_relminmxid_ages() -> None:
     assert (locked.vacuums, locked.forced) == (1, 1)
     assert locked.first_start_s is not None
     assert 1800 <= locked.first_start_s <= 1860
+
+
+def test_a_wait_behind_long_vacuums_with_slots_free_is_told_from_a_wait_for_a_slot() -> None:
+    """Two long vacuums (10,000 pages at a cost limit of their own of 1: 420 s each) ahead of
+    a small table in pg_class order, all due at once. With three slots the launcher's worker
+    at 0 s takes the first, the one at 60 s the second, the one at 120 s the small table: it
+    waited 120 s with a slot free all along, which more workers would not shorten. With one
+    slot it waits for that slot: every second of its wait counts as waiting with all busy."""
+    slow = {"dead": 300.0, "pages": 10_000.0, "own_limit": 1.0, "own_delay_ms": 2.0}
+    tables = [subject(1, **slow), subject(2, **slow), subject(3, dead=300.0)]
+    paced = simulate(tables, launcher(workers=3), 600).tallies[2]
+    assert paced.starts == [pytest.approx(120.0)]
+    assert paced.waited == pytest.approx(120.0)
+    assert paced.waited_full == 0.0
+    full = simulate(tables, launcher(workers=1), 1200).tallies[2]
+    assert full.waited > 800
+    assert full.waited_full == pytest.approx(full.waited, rel=0.01)

@@ -177,6 +177,7 @@ def _forecast(s: Subject, t: Tally) -> RelationForecast:
         peak_dead=round(t.peak_dead),
         waited_s=t.waited,
         max_wait_s=t.max_wait,
+        waited_full_s=t.waited_full,
     )
 
 

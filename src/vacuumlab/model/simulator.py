@@ -145,6 +145,10 @@ class Tally:
     peak_dead: float = 0.0
     waited: float = 0.0
     max_wait: float = 0.0
+    # Of ``waited``, the seconds during which every worker slot was busy: only those would a
+    # larger autovacuum_max_workers shorten. The rest it waited with a slot free, for the
+    # launcher's next worker or behind other relations in a worker's list.
+    waited_full: float = 0.0
 
     @property
     def mean_interval(self) -> float | None:
@@ -278,7 +282,7 @@ class _Rel:
         "reltuples_then", "running", "since", "starts", "unfrozen", "v_advances", "v_at",
         "v_cost", "v_done", "v_forced", "v_nosleep", "v_speed", "v_start", "v_version",
         "v_work", "v_worker", "vacuum_base", "vacuum_cap", "vacuum_scale", "vacuums",
-        "visible", "waited", "xid_age", "xid_limit",
+        "visible", "waited", "waited_full", "xid_age", "xid_limit",
     )  # fmt: skip
 
     def __init__(self, index: int, s: Subject, launcher: Launcher) -> None:
@@ -339,7 +343,7 @@ class _Rel:
         self.starts: list[float] = []
         self.durations: list[float] = []
         self.peak_dead = s.dead
-        self.waited = self.max_wait = 0.0
+        self.waited = self.max_wait = self.waited_full = 0.0
 
     def advance(self, at: float, xids_per_second: float, mxids_per_second: float) -> None:
         """Bring the counters forward to ``at``."""
@@ -368,7 +372,7 @@ class _Rel:
     def tally(self) -> Tally:
         return Tally(
             self.vacuums, self.forced, self.starts, self.durations, self.peak_dead, self.waited,
-            self.max_wait,
+            self.max_wait, self.waited_full,
         )  # fmt: skip
 
 
@@ -440,6 +444,9 @@ class Simulator:
         current = 0  # the sequence number of the event being handled
         due: list[_Rel] = []  # the relations that need a vacuum, in pg_class order
         free = list(range(launcher.workers - 1, -1, -1))
+        # When every slot is busy, as steps: from full_at[i] on, full_sum[i] seconds with every
+        # slot busy so far, and still full if full_now[i] (see busy_until()).
+        full_at, full_sum, full_now = [0.0], [0.0], [False]
         running: list[_Rel] = []  # by start: the order in which a rebalance moves their ends
         spans = Spans()
         span_workers, span_subjects, span_starts, span_ends, span_forced = (
@@ -448,6 +455,20 @@ class Simulator:
         sharing = launches = 0  # running vacuums that share the cost limit; workers started
         pending_launch = False
         unvacuumed = len(rels)  # relations in the loop without a finished vacuum yet
+
+        def slots_changed(at: float) -> None:
+            """A slot was taken or given back: note when the pool turns full or not."""
+            full = not free
+            if full != full_now[-1]:
+                before = full_sum[-1] + (at - full_at[-1] if full_now[-1] else 0.0)
+                full_at.append(at)
+                full_sum.append(before)
+                full_now.append(full)
+
+        def busy_until(at: float) -> float:
+            """Seconds from the start of the window to ``at`` with every slot busy."""
+            i = bisect.bisect_right(full_at, at) - 1
+            return full_sum[i] + (at - full_at[i] if full_now[i] else 0.0)
 
         def mark_due(r: _Rel) -> None:
             """It passed a threshold at ``next_due``: the launcher lists it from now on."""
@@ -493,7 +514,9 @@ class Simulator:
             due = kept
             todo = [r for r in kept if not r.running]
             if todo:  # else the worker finds nothing to do and exits at once
-                next_table(_Worker(free.pop(), todo), at)
+                worker = _Worker(free.pop(), todo)
+                slots_changed(at)
+                next_table(worker, at)
             seq += 1
             push(events, (at + every, seq, None))
 
@@ -516,6 +539,7 @@ class Simulator:
                 start_vacuum(worker, r, at)
                 return
             free.append(worker.slot)
+            slots_changed(at)
             if pending_launch:
                 pending_launch = False
                 launch(at)
@@ -538,6 +562,8 @@ class Simulator:
             r.waited += wait
             if wait > r.max_wait:
                 r.max_wait = wait
+            if wait > 0:
+                r.waited_full += busy_until(at) - busy_until(r.due_at)
             xid_age, mxid_age = r.xid_age, r.mxid_age
             r.v_forced = xid_age > r.xid_limit or mxid_age > r.mxid_limit
             # lazy_check_wraparound_failsafe(): either counter past its failsafe age.
