@@ -31,7 +31,14 @@ from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import AutovacuumWorker, ExactBloat, Relation, Snapshot, Table
+from vacuumlab.records.snapshot import (
+    AutovacuumWorker,
+    Database,
+    ExactBloat,
+    Relation,
+    Snapshot,
+    Table,
+)
 
 MODULES = (timing, workers, hot, toast, bloat)
 
@@ -910,3 +917,32 @@ def test_every_simulated_recommendation_says_what_it_changes() -> None:
     assert slots.evidence["simulated_waiting"] == 0  # waits are the launcher's, not a slot's
     # One snapshot: no rates, nothing to simulate.
     assert all(r.simulated is None for _, r in advise(ctx.later).recommendations())
+
+
+def test_with_autovacuum_off_a_forced_table_waits_for_the_databases_emergency() -> None:
+    """Autovacuum off server-wide: no launcher. A table past its own lower freeze limit (100
+    million, age 150 million) is not "taken anyway": the postmaster starts an emergency worker
+    only once the database's age passes the server's 200 million. Past that, it is."""
+    rel = relation(
+        100, "old", reltuples=1000.0, n_dead_tup=5000, frozenxid_age=150_000_000,
+        reloptions={"autovacuum_freeze_max_age": "100000000"},
+    )  # fmt: skip
+    off = {"autovacuum": "off"}
+
+    def waiting(database_age: int) -> Finding:
+        base = snapshot(Table(heap=rel, toast=None), values=off)
+        here = Database(
+            name="app", frozenxid_age=database_age, minmxid_age=0, allow_connections=True
+        )
+        ctx = context(base.model_copy(update={"databases": [here]}))
+        return next(f for f in thresholds.findings(ctx) if f.relation == "public.old")
+
+    young = waiting(150_000_000)
+    assert "anyway" not in young.title
+    assert "no launcher runs" in young.title
+    assert young.severity == "critical"
+    old = waiting(250_000_000)
+    assert "emergency workers, which take it" in old.title
+    assert old.severity == "warning"
+    [server] = [f for f in thresholds.findings(context(snapshot(values=off))) if not f.relation]
+    assert "still vacuumed for wraparound" not in server.detail

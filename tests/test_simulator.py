@@ -22,7 +22,7 @@ from vacuumlab.model.simulator import (
     simulate,
 )
 from vacuumlab.records.simulation import Simulation
-from vacuumlab.records.snapshot import Table
+from vacuumlab.records.snapshot import Database, Snapshot, Table, XidState
 
 
 def subject(order: int, **fields: object) -> Subject:
@@ -473,7 +473,6 @@ def test_forecast_takes_the_multixact_rate_from_relminmxid_ages() -> None:
     """The snapshots carry no next multixact id: the ages of relminmxid that no vacuum moved
     grow by the multixacts used, here 6,000 in 60 s. A table with autovacuum off, 180,000
     short of the 400 million default limit, passes it after 1,800 s and is forced."""
-    from advise_fixtures import relation, snapshot
 
     def table(age: int) -> Table:
         rel = relation(
@@ -507,3 +506,30 @@ def test_a_wait_behind_long_vacuums_with_slots_free_is_told_from_a_wait_for_a_sl
     full = simulate(tables, launcher(workers=1), 1200).tallies[2]
     assert full.waited > 800
     assert full.waited_full == pytest.approx(full.waited, rel=0.01)
+
+
+def test_with_autovacuum_off_a_table_is_forced_only_once_its_database_is() -> None:
+    """No launcher with autovacuum off: the postmaster's emergency workers come once the
+    database's datfrozenxid age passes the server's 200 million. A table past its own lower
+    limit (100 million, age 150 million) in a database at 190 million, at 10,000 xids/s, is
+    forced about 1,000 s in, not at the first launch."""
+
+    def at(seconds: float, table_age: int, database_age: int) -> Snapshot:
+        rel = relation(
+            100, "old", reltuples=1000.0, relpages=10, frozenxid_age=table_age,
+            reloptions={"autovacuum_freeze_max_age": "100000000"},
+        )  # fmt: skip
+        here = Database(
+            name="app", frozenxid_age=database_age, minmxid_age=0, allow_connections=True
+        )
+        base = snapshot(Table(heap=rel, toast=None), seconds=seconds, values={"autovacuum": "off"})
+        xids = XidState(next_xid=1_000_000_000 + round(seconds * 10_000))
+        return base.model_copy(update={"databases": [here], "xids": xids})
+
+    before = at(0, 149_400_000, 189_400_000)
+    after = at(60, 150_000_000, 190_000_000)
+    old = forecast(before, after, hours=1).relation("public.old")
+    assert old is not None
+    assert old.forced == 1
+    assert old.first_start_s is not None
+    assert 1000 <= old.first_start_s <= 1060

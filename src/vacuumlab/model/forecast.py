@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
@@ -21,7 +22,7 @@ from vacuumlab.model import thresholds as th
 from vacuumlab.model.cost import CostSettings
 from vacuumlab.model.simulator import Launcher, Outcome, Subject, Tally, simulate
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerTimeline
-from vacuumlab.records.snapshot import Relation, Snapshot, Table
+from vacuumlab.records.snapshot import Database, Relation, Snapshot, Table
 
 #: What the simulation takes as given; shown with every forecast.
 ASSUMPTIONS = (
@@ -205,8 +206,11 @@ class _Builder:
     resolved: dict[tuple[tuple[str, str], ...], _Settings] = field(default_factory=dict)
     failsafe_age: float = field(init=False)
     mxid_failsafe_age: float = field(init=False)
+    here: Database | None = field(init=False)
 
     def __post_init__(self) -> None:
+        name = self.after.server.database
+        self.here = next((d for d in self.after.databases if d.name == name), None)
         # The server's failsafe ages: the same for every relation, computed once.
         self.failsafe_age = forcing.failsafe_age(self.server, version_num=self.version)
         self.mxid_failsafe_age = forcing.failsafe_age(
@@ -259,7 +263,7 @@ class _Builder:
             inserted=float(rel.n_ins_since_vacuum or 0),
             inserts_per_second=insert_rate,
             xid_age=float(rel.frozenxid_age or 0),
-            xid_limit=float("inf") if in_recovery else eff.freeze.xid,
+            xid_limit=float("inf") if in_recovery else self._limit(eff, rel, "xid"),
             aggressive_age=resolved.aggressive_age,
             freeze_min_age=resolved.freeze_min_age,
             failsafe_age=self.failsafe_age,
@@ -270,7 +274,7 @@ class _Builder:
             # the limit is the setting's, as forcing.member_freeze_threshold() gives it
             # without members.
             mxid_age=float(rel.minmxid_age or 0),
-            mxid_limit=float("inf") if in_recovery else eff.freeze.mxid,
+            mxid_limit=float("inf") if in_recovery else self._limit(eff, rel, "mxid"),
             mxid_aggressive_age=resolved.mxid_aggressive_age,
             mxid_freeze_min_age=resolved.mxid_freeze_min_age,
             mxid_failsafe_age=self.mxid_failsafe_age,
@@ -281,6 +285,24 @@ class _Builder:
             own_limit=None if resolved.balanced else float(cost.limit),
             own_delay_ms=None if resolved.balanced else cost.delay_ms,
         )
+
+    def _limit(self, eff: th.Effective, rel: Relation, kind: Literal["xid", "mxid"]) -> float:
+        """The age past which the relation is forced. With autovacuum off (or track_counts)
+        its own limit applies only once the postmaster sends emergency workers, when the
+        database's age passes the server's limit (forcing.emergency()): both ages grow with
+        the same ids, so that moment is the relation's age plus what the database lacks."""
+        own = eff.freeze.xid if kind == "xid" else eff.freeze.mxid
+        if eff.active or self.here is None:
+            return own
+        if kind == "xid":
+            server = forcing.setting(self.server, "autovacuum_freeze_max_age")
+            age, here = rel.frozenxid_age, self.here.frozenxid_age
+        else:
+            server = forcing.member_freeze_threshold(
+                forcing.setting(self.server, "autovacuum_multixact_freeze_max_age")
+            )
+            age, here = rel.minmxid_age, self.here.minmxid_age
+        return max(own, (age or 0) + server - here)
 
     def _rates(self, rel: Relation) -> tuple[float, float, float]:
         """Dead tuples, inserts and live tuples per second; 0 where unknown."""
