@@ -121,6 +121,19 @@ def test_one_worker_goes_through_its_list_in_pg_class_order_heaps_before_toast()
     assert order == ["public.t3", "public.t5", "public.t7", "public.t5 (TOAST)"]
 
 
+def test_the_list_follows_pg_class_physical_order_not_the_oids() -> None:
+    """do_autovacuum() lists relations as its scan of pg_class meets their rows: a table whose
+    row was rewritten (ALTER TABLE ... SET) comes after younger ones, whatever its oid."""
+    heaps = [
+        subject(3, dead=300.0, position=9 * 65536 + 1),  # its row moved to block 9
+        subject(5, dead=300.0, position=2),
+        subject(7, dead=300.0, position=3),
+    ]
+    out = simulate(heaps, launcher(workers=1), 30)
+    order = [out.subjects[span.subject].label for span in out.spans]
+    assert order == ["public.t5", "public.t7", "public.t3"]
+
+
 def most_at_once(spans: list[Span]) -> int:
     edges = sorted([(s.start, 1) for s in spans] + [(s.end, -1) for s in spans])
     running = peak = 0

@@ -249,6 +249,7 @@ class _Builder:
             label=f"{table.heap.qualified_name} (TOAST)" if is_toast else rel.qualified_name,
             is_toast=is_toast,
             order=rel.oid,
+            position=rel.catalog_position,
             enabled=eff.enabled and not in_recovery,
             vacuum_base=eff.vacuum_threshold,
             vacuum_scale=eff.vacuum_scale_factor,

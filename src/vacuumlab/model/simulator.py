@@ -70,7 +70,7 @@ class Subject:
 
     label: str
     is_toast: bool
-    order: int  # its place in pg_class: heaps by oid, then TOAST relations by oid
+    order: int  # its oid: the key of first_starts(), and the order where position is None
     enabled: bool  # the thresholds apply (autovacuum on and the relation's switch on)
     vacuum_base: float
     vacuum_scale: float
@@ -107,6 +107,9 @@ class Subject:
     mxid_aggressive_age: float = math.inf
     mxid_freeze_min_age: float = 5_000_000.0
     mxid_failsafe_age: float = math.inf
+    # Its pg_class row's place (Relation.catalog_position): a worker lists heaps, then TOAST
+    # relations, in the order its scan of pg_class meets them (do_autovacuum()), not by oid.
+    position: int | None = None
 
     @property
     def balanced(self) -> bool:
@@ -379,6 +382,12 @@ class _Rel:
 _INDEX = attrgetter("index")
 
 
+def _listed_order(s: Subject) -> tuple[bool, int, int]:
+    """Heaps before TOAST relations, each in pg_class's physical order (by oid for
+    subjects without a position)."""
+    return s.is_toast, s.order if s.position is None else s.position, s.order
+
+
 class _Worker:
     __slots__ = ("position", "slot", "todo")
 
@@ -403,7 +412,7 @@ class Simulator:
     relation on its list."""
 
     def __init__(self, subjects: list[Subject], launcher: Launcher, seconds: float) -> None:
-        self.subjects = sorted(subjects, key=attrgetter("is_toast", "order"))
+        self.subjects = sorted(subjects, key=_listed_order)
         self.launcher = launcher
         self.end = seconds
 

@@ -124,6 +124,11 @@ class Relation(Record):
     toast_bytes: int | None = Field(description="TOAST table with its index; heaps only")
     n_indexes: int
     reloptions: dict[str, str]
+    catalog_position: int | None = Field(
+        default=None,
+        description="its pg_class row's ctid as block × 65536 + line: the order in which an "
+        "autovacuum worker's scan of pg_class lists it; None in snapshots saved before",
+    )
     frozenxid_age: int | None
     minmxid_age: int | None
 
