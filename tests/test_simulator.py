@@ -546,3 +546,58 @@ def test_with_autovacuum_off_a_table_is_forced_only_once_its_database_is() -> No
     assert old.forced == 1
     assert old.first_start_s is not None
     assert 1000 <= old.first_start_s <= 1060
+
+
+def test_the_failsafe_triggers_strictly_past_its_age() -> None:
+    """vacuum_xid_failsafe_check() (vacuum.c) asks TransactionIdPrecedes(relfrozenxid,
+    next - failsafe age): at exactly the failsafe age a vacuum is still throttled."""
+    from vacuumlab.model import duration
+
+    big = subject(1, dead=300.0, pages=10_000.0)
+    at_age = replace(big, xid_age=1_600_000_000.0)
+    past = replace(big, xid_age=1_600_000_001.0)
+    assert simulate([at_age], launcher(), 30).tallies[0].durations[0] > 1.0
+    assert simulate([past], launcher(), 30).tallies[0].durations[0] < 1.0
+    server = {"vacuum_failsafe_age": "1600000000"}
+    at_limit = relation(1, "t", frozenxid_age=1_600_000_000)
+    assert not duration.in_failsafe(at_limit, server, 180000)
+    assert duration.in_failsafe(changed(at_limit, frozenxid_age=1_600_000_001), server, 180000)
+
+
+def test_the_aggressive_multixact_age_follows_member_space_pressure() -> None:
+    """vacuum_get_cutoffs() caps multixact_freeze_table_age at 0.95 ×
+    MultiXactMemberFreezeThreshold(): with member space five eighths used, a million
+    multixacts give a threshold of 500,000, so an aggressive vacuum from 475,000."""
+    from vacuumlab.model import duration
+
+    pressure = {"multixacts": 1_000_000, "members": 2**31 + 2**29}
+    assert duration.aggressive_ages({}, {}, **pressure)[1] == pytest.approx(475_000)
+    assert duration.aggressive_ages({}, {})[1] == 150_000_000  # the table age, under the cap
+
+
+def test_a_database_that_comes_in_danger_gets_a_worker_at_every_wake_up() -> None:
+    """Four databases, naptime 60 s: a worker comes here every 60 s until the database passes
+    its freeze limit at 600 s, then at every wake-up of the launcher, every 15 s
+    (do_start_worker() picks the database in danger)."""
+    out = simulate([subject(1)], launcher(databases=4, danger_in_s=600.0), 1200)
+    # 0, 60, …, 600 (11 launches), then 615, …, 1200 (40).
+    assert out.launches == 11 + 40
+    assert launcher(databases=4).danger_at_s == math.inf
+
+
+def test_a_database_past_its_multixact_limit_is_in_danger() -> None:
+    """do_start_worker() favours a database past the multixact limit too, not only xid."""
+    rel = relation(100, "t", reltuples=1000.0, relpages=10)
+
+    def at(seconds: float, mxid_age: int) -> Snapshot:
+        here = Database(
+            name="app", frozenxid_age=1000, minmxid_age=mxid_age, allow_connections=True
+        )
+        base = snapshot(Table(heap=rel, toast=None), seconds=seconds)
+        return base.model_copy(update={"databases": [here]})
+
+    past = inputs(at(0, 400_000_100), at(60, 400_000_200)).launcher
+    assert past.in_danger
+    soon = inputs(at(0, 399_000_000), at(60, 399_006_000)).launcher  # 100 multixacts/s
+    assert not soon.in_danger
+    assert soon.danger_in_s == pytest.approx(9_940.0)

@@ -229,10 +229,18 @@ class _Builder:
                 cost=cost,
                 balanced=balanced,
                 aggressive_age=aggressive,
-                freeze_min_age=_age(options, self.server, "freeze_min_age", 50_000_000),
+                # vacuum_get_cutoffs() (vacuum.c) caps each at half the forcing limit.
+                freeze_min_age=min(
+                    _age(options, self.server, "freeze_min_age", 50_000_000),
+                    forcing.setting(self.server, "autovacuum_freeze_max_age") / 2,
+                ),
                 mxid_aggressive_age=mxid_aggressive,
-                mxid_freeze_min_age=_age(
-                    options, self.server, "multixact_freeze_min_age", 5_000_000
+                mxid_freeze_min_age=min(
+                    _age(options, self.server, "multixact_freeze_min_age", 5_000_000),
+                    forcing.member_freeze_threshold(
+                        forcing.setting(self.server, "autovacuum_multixact_freeze_max_age")
+                    )
+                    / 2,
                 ),
             )
         return found
@@ -330,18 +338,43 @@ def _launcher(
         xids = max(after.xids.next_xid - before.xids.next_xid, 0) / seconds
     databases = [d for d in after.databases if d.allow_connections]
     here = next((d for d in after.databases if d.name == after.server.database), None)
-    freeze_max = forcing.setting(server, "autovacuum_freeze_max_age")
+    mxids = _multixact_rate(before, after, seconds)
     return Launcher(
         naptime_s=_number(server, "autovacuum_naptime", 60.0),
         workers=balance.available_workers(server, version),
         databases=max(len(databases), 1),
-        in_danger=here is not None and here.frozenxid_age > freeze_max,
+        in_danger=forcing.emergency(here, server) is not None,
+        danger_in_s=_danger_in(here, server, xids, mxids),
         cost_limit=float(base.limit),
         cost_delay_ms=base.delay_ms,
         xids_per_second=xids,
-        mxids_per_second=_multixact_rate(before, after, seconds),
+        mxids_per_second=mxids,
         normal_advances=version >= 150000,
     )
+
+
+def _danger_in(
+    here: Database | None, server: Mapping[str, str], xids: float, mxids: float
+) -> float | None:
+    """Seconds until the database's datfrozenxid or datminmxid age passes the server's limit
+    (the launcher's do_start_worker() then favours it), at the measured rates; None if
+    neither rate brings it there. Its age is taken to stay the oldest relation's: a vacuum
+    that moves datfrozenxid back is not followed."""
+    if here is None:
+        return None
+    xid_limit = forcing.setting(server, "autovacuum_freeze_max_age")
+    mxid_limit = forcing.member_freeze_threshold(
+        forcing.setting(server, "autovacuum_multixact_freeze_max_age")
+    )
+    times = [
+        (limit - age) / rate
+        for limit, age, rate in (
+            (xid_limit, here.frozenxid_age, xids),
+            (mxid_limit, here.minmxid_age, mxids),
+        )
+        if rate > 0
+    ]
+    return max(min(times), 0.0) if times else None
 
 
 def _multixact_rate(before: Snapshot, after: Snapshot, seconds: float) -> float:

@@ -123,7 +123,10 @@ class Launcher:
     naptime_s: float
     workers: int
     databases: int = 1
-    in_danger: bool = False  # this database is past autovacuum_freeze_max_age
+    in_danger: bool = False  # this database is past autovacuum_freeze_max_age (or mxid's)
+    # Seconds until it is, at the measured rates (None: not within them). From then on the
+    # launcher's do_start_worker() picks it at every wake-up.
+    danger_in_s: float | None = None
     cost_limit: float = 200.0
     cost_delay_ms: float = 2.0
     xids_per_second: float = 0.0
@@ -133,8 +136,20 @@ class Launcher:
 
     @property
     def launch_every_s(self) -> float:
-        spacing = max(self.naptime_s / max(self.databases, 1), MIN_SLEEP_S)
-        return spacing if self.in_danger else spacing * max(self.databases, 1)
+        """How often a worker comes to this database at the start of the window."""
+        return self.wake_s if self.in_danger else self.wake_s * max(self.databases, 1)
+
+    @property
+    def wake_s(self) -> float:
+        """How often the launcher wakes: naptime / databases, never under 100 ms."""
+        return max(self.naptime_s / max(self.databases, 1), MIN_SLEEP_S)
+
+    @property
+    def danger_at_s(self) -> float:
+        """When this database is past its freeze limit: 0 if it is now, inf if never."""
+        if self.in_danger:
+            return 0.0
+        return math.inf if self.danger_in_s is None else max(self.danger_in_s, 0.0)
 
 
 @dataclass(slots=True)
@@ -439,6 +454,7 @@ class Simulator:
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
         )  # fmt: skip
         advances = launcher.normal_advances
+        wake, danger_at = launcher.wake_s, launcher.danger_at_s
         mxps = launcher.mxids_per_second
         solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
         # (at, seq, the relation whose vacuum ends or None for a launch). An end is in force
@@ -527,7 +543,10 @@ class Simulator:
                 slots_changed(at)
                 next_table(worker, at)
             seq += 1
-            push(events, (at + every, seq, None))
+            # In danger (past its freeze limit by now), this database gets a worker at every
+            # wake-up of the launcher; until then once per round of the databases. The
+            # buckets keep the width of the first interval: they only index the crossings.
+            push(events, (at + (wake if at >= danger_at else every), seq, None))
 
         def next_table(worker: _Worker, at: float) -> None:
             nonlocal pending_launch
@@ -575,9 +594,10 @@ class Simulator:
                 r.waited_full += busy_until(at) - busy_until(r.due_at)
             xid_age, mxid_age = r.xid_age, r.mxid_age
             r.v_forced = xid_age > r.xid_limit or mxid_age > r.mxid_limit
-            # lazy_check_wraparound_failsafe(): either counter past its failsafe age.
+            # lazy_check_wraparound_failsafe(): either counter strictly past its failsafe age
+            # (TransactionIdPrecedes() in vacuum_xid_failsafe_check(), vacuum.c).
             r.v_nosleep = nosleep = (
-                xid_age >= r.failsafe_age or mxid_age >= r.mxid_failsafe_age or not r.delay_ms > 0
+                xid_age > r.failsafe_age or mxid_age > r.mxid_failsafe_age or not r.delay_ms > 0
             )
             aggressive = xid_age >= r.aggressive_age or mxid_age >= r.mxid_aggressive_age
             r.v_work, r.v_cost = work, cost = _vacuum_cost(r, at, aggressive=aggressive)
