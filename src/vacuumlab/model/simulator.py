@@ -590,7 +590,7 @@ class Simulator:
             r.waited += wait
             if wait > r.max_wait:
                 r.max_wait = wait
-            if wait > 0:
+            if wait > 0 and len(full_at) > 1:  # else no slot has been busy yet
                 r.waited_full += busy_until(at) - busy_until(r.due_at)
             xid_age, mxid_age = r.xid_age, r.mxid_age
             r.v_forced = xid_age > r.xid_limit or mxid_age > r.mxid_limit
@@ -604,7 +604,13 @@ class Simulator:
             # heap_vacuum_rel() (vacuumlazy.c): an aggressive vacuum always sets a new
             # relfrozenxid; since 15 a normal one does unless it skipped an all-visible page
             # that was not all-frozen (vacrel->skippedallvis).
-            r.v_advances = aggressive or (advances and not skips_unfrozen(r))
+            # Only asked where an advance would move an age (most relations of a fleet are
+            # younger than the freeze min ages): skips_unfrozen() is most of a start's time.
+            r.v_advances = aggressive or (
+                advances
+                and (xid_age > r.freeze_min_age or mxid_age > r.mxid_freeze_min_age)
+                and not skips_unfrozen(r)
+            )
             r.v_start = r.v_at = at
             r.v_done = r.v_speed = 0.0
             r.v_worker = worker
@@ -688,7 +694,8 @@ class Simulator:
             # tuples older than vacuum_freeze_min_age (heap_prepare_freeze_tuple() in
             # heapam.c), and from 16 whole pages opportunistically, which is not modelled.
             pages = r.pages()
-            r.frozen = min(r.frozen * math.exp(-r.changes / pages), pages)
+            if r.frozen > 0.0:
+                r.frozen = min(r.frozen * math.exp(-r.changes / pages), pages)
             r.visible = pages
             r.changes = r.changes_per_second * (at - start)
             # The new relfrozenxid is the oldest xid left unfrozen, no older than the freeze
