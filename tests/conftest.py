@@ -6,8 +6,10 @@ skipped when the variable is unset). Every test that changes data gets a databas
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -28,10 +30,11 @@ PASSWORD = "right-password"
 
 
 @pytest.fixture(scope="session", autouse=True)
-def own_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def own_home() -> Iterator[Path]:
     """A vacuumlab home of the session's own: no test reads or writes the user's
-    ~/vacuumlab (its results store, its sandbox)."""
-    home = tmp_path_factory.mktemp("home")
+    ~/vacuumlab (its results store, its sandbox). Outside pytest's temporary root, for the
+    reason sandbox_root gives: the CLI's sandboxes live in it."""
+    home = Path(tempfile.mkdtemp(prefix="vacuumlab-home-"))
     before = os.environ.get("VACUUMLAB_HOME")
     os.environ["VACUUMLAB_HOME"] = str(home)
     yield home
@@ -39,13 +42,19 @@ def own_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         del os.environ["VACUUMLAB_HOME"]
     else:
         os.environ["VACUUMLAB_HOME"] = before
+    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def sandbox_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # Data directories live under a folder of vacuumlab's own: as root, the server user is
-    # given traverse permission on every parent.
-    return tmp_path_factory.mktemp("vacuumlab")
+def sandbox_root() -> Iterator[Path]:
+    """Data directories live under a folder of vacuumlab's own: as root, the server user is
+    given traverse permission on every parent. Not under pytest's temporary root: each new
+    pytest session takes group and other permissions off /tmp/pytest-of-USER, so a second
+    session started beside this one would lock this one's server user out of its data
+    directory (pg_ctl could no longer stop it)."""
+    root = Path(tempfile.mkdtemp(prefix="vacuumlab-tests-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

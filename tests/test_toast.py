@@ -302,7 +302,7 @@ def test_plain_is_left_out_of_a_preset_too_wide_for_it() -> None:
 
 @pytest.mark.slow
 def test_the_quick_preset_takes_under_three_minutes(target: Target, tmp_path: Path) -> None:
-    """The preset the README promises: 50,000 rows of 4 kB, every storage, three arms."""
+    """The preset docs/commands.md promises: 50,000 rows of 4 kB, every storage, three arms."""
     with Store.open(tmp_path / "results.sqlite") as store:
         clock = time.monotonic()
         ToastRun(make_config("quick"), target, store).execute()

@@ -47,10 +47,10 @@ def findings(
     critical past ``critical_seconds`` (see the docs' "Routine Vacuuming")."""
     dead = sum((t.heap.n_dead_tup or 0) for t in ctx.now.tables)
     limits = (warn_seconds, critical_seconds, warn_age)
-    here = ctx.now.server.database
-    found = [_backend(ctx, b, dead, limits) for b in ctx.now.backends if hm.holds_database(b, here)]
-    found += [_slot(ctx, s, dead, limits) for s in ctx.now.slots]
-    found += [_prepared(ctx, p, dead, limits) for p in ctx.now.prepared if p.database == here]
+    here, now = ctx.now.server.database, hm.holding(ctx.now)
+    found = [_backend(ctx, b, dead, limits) for b in now.backends if hm.holds_here(b, here)]
+    found += [_slot(ctx, s, dead, limits) for s in now.slots]  # catalog-only ones said so
+    found += [_prepared(ctx, p, dead, limits) for p in now.prepared if hm.holds_here(p, here)]
     return [f for f in found if f is not None]
 
 
@@ -58,10 +58,10 @@ def oldest_holder(ctx: Context) -> datetime | None:
     """Since when the oldest holder that counts (:mod:`vacuumlab.advise.holders`) has held
     this database's user tables back; None when none counts."""
     cycle = holders.vacuum_cycle(ctx)
-    here = ctx.now.server.database
-    held = [holders.backend(ctx, b) for b in ctx.now.backends if hm.holds_database(b, here)]
-    held += [holders.slot(ctx, s) for s in ctx.now.slots if s.xmin_age]
-    held += [holders.prepared(ctx, p) for p in ctx.now.prepared if p.database == here]
+    here, now = ctx.now.server.database, hm.holding(ctx.now)
+    held = [holders.backend(ctx, b) for b in now.backends if hm.holds_here(b, here)]
+    held += [holders.slot(ctx, s) for s in now.slots if hm.holds_here(s, here)]
+    held += [holders.prepared(ctx, p) for p in now.prepared if hm.holds_here(p, here)]
     starts = [h.since for h in held if h.counts(cycle) and h.since is not None]
     return min(starts, default=None)
 
@@ -113,9 +113,9 @@ def _backend(
         return None  # not the same horizon as before: held for a moment, between statements
     kind = hm.backend_kind(b)
     severity, missing = _weigh(ctx, evidence, _severity(seconds, b.xmin_age, limits), dead)
-    if missing and (seconds or 0) < 60 and kind == "long transaction":
+    if missing and (seconds or 0) < 60 and kind in (hm.LONG, hm.ANALYZE):
         return None  # a query at work holds the horizon for a moment; that is not news
-    idle = kind == "idle in transaction" and not missing
+    idle = kind == hm.IDLE and not missing
     recommendations = _idle_timeout(ctx) if idle else []
     held = f"{seconds:,.0f} s" if seconds is not None else "an unknown time"
     return Finding(
@@ -126,9 +126,7 @@ def _backend(
         detail=(
             f"User {b.user_name or '?'}, application {b.application_name or '?'}, state "
             f"{b.state or '?'}; xmin age {b.xmin_age or 0:,}. Up to {dead:,} dead tuples across "
-            "the tables here cannot be removed while it holds. To end it: "
-            + sql.SQL("SELECT pg_terminate_backend({});").format(sql.Literal(b.pid)).as_string(None)
-            + (f" {LONG_QUERY}" if kind == "long transaction" else "")
+            f"the tables here cannot be removed while it holds. {_ending(kind, b.pid)}"
             + (f" {missing}" if missing else "")
         ),
         evidence={
@@ -142,6 +140,26 @@ def _backend(
         },
         recommendations=recommendations,
     )
+
+
+def _ending(kind: str, pid: int) -> str:
+    """What ends a holding backend of ``kind``, and what it costs. Never a lazy VACUUM: those
+    hold nobody back and are not holders (model/horizon.py)."""
+    if kind == hm.ANALYZE:
+        return (
+            "An autovacuum worker's ANALYZE holds the horizon while it reads its sample (only a "
+            "lazy VACUUM is left out of the horizon); it ends by itself, and ending it would "
+            "only bring it back."
+        )
+    if kind == hm.REWRITE:
+        cancel = sql.SQL("SELECT pg_cancel_backend({});").format(sql.Literal(pid))
+        return (
+            "A VACUUM FULL or CLUSTER holds the horizon until it ends: unlike a lazy VACUUM, it "
+            f"is not left out of it. Cancelling it ({cancel.as_string(None)}) throws its "
+            "rewrite away."
+        )
+    end = sql.SQL("SELECT pg_terminate_backend({});").format(sql.Literal(pid)).as_string(None)
+    return f"To end it: {end}" + (f" {LONG_QUERY}" if kind == hm.LONG else "")
 
 
 def _idle_timeout(ctx: Context) -> list[Recommendation]:

@@ -237,6 +237,14 @@ class Backend(Record):
     state_change: datetime | None
     wait_event: str | None
     query: str | None
+    in_lazy_vacuum: bool | None = Field(
+        default=None,
+        description="running a lazy VACUUM (in pg_stat_progress_vacuum), which holds no "
+        "horizon; None in snapshots saved before it was collected",
+    )
+    rewriting: str | None = Field(
+        default=None, description="'VACUUM FULL' or 'CLUSTER' when running one (12+)"
+    )
 
 
 class ReplicationSlot(Record):

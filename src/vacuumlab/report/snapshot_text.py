@@ -14,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from vacuumlab.model import horizon as hm
 from vacuumlab.records.snapshot import Relation, Snapshot, Table
 
 #: Settings shown in the summary, in reading order: when, how much, how fast, freezing.
@@ -159,9 +160,11 @@ def options_table(snapshot: Snapshot) -> RichTable | None:
 
 
 def horizon_tables(snapshot: Snapshot) -> Iterator[RichTable]:
-    """Who holds the xmin horizon back: sessions, replication slots, prepared transactions."""
+    """Who holds the xmin horizon back: sessions (a running lazy VACUUM is none, see
+    model/horizon.py), replication slots, prepared transactions."""
     now = snapshot.taken_at
-    if snapshot.backends:
+    backends = hm.holding(snapshot).backends
+    if backends:
         table = _titled(
             "Sessions holding the xmin horizon",
             "pid",
@@ -172,7 +175,7 @@ def horizon_tables(snapshot: Snapshot) -> Iterator[RichTable]:
             "application",
             "query",
         )
-        for b in snapshot.backends:
+        for b in backends:
             table.add_row(
                 str(b.pid),
                 Text(b.state or b.backend_type or "?"),

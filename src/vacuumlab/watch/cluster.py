@@ -54,9 +54,10 @@ def workers(snapshot: Snapshot, server: Mapping[str, str], shared: int) -> Worke
 
 
 def holders(snapshot: Snapshot) -> list[Holder]:
-    """Backends, slots and prepared transactions that pin a horizon, oldest first."""
+    """Backends, slots and prepared transactions that pin a horizon (model/horizon.py decides
+    which), oldest first."""
     here, now = snapshot.server.database, snapshot.taken_at
-    in_vacuum = {v.pid for v in snapshot.vacuums}
+    held = hm.holding(snapshot)
     found = [
         Holder(
             kind=hm.backend_kind(b),
@@ -65,10 +66,10 @@ def holders(snapshot: Snapshot) -> list[Holder]:
             user_name=b.user_name,
             age_s=_since(b.xact_start, now),
             xid_age=b.xmin_age,
-            holds_here=hm.holds_database(b, here),
+            holds_here=hm.holds_here(b, here),
         )
-        for b in snapshot.backends
-        if not hm.vacuuming(b, in_vacuum) and not _momentary(b.xact_start, now)
+        for b in held.backends
+        if not _momentary(b.xact_start, now)
     ]
     found += [
         Holder(
@@ -76,10 +77,9 @@ def holders(snapshot: Snapshot) -> list[Holder]:
             name=s.slot_name,
             database=s.database,
             xid_age=max(s.xmin_age or 0, s.catalog_xmin_age or 0) or None,
-            holds_here=hm.slot_holds_tables(s),
+            holds_here=hm.holds_here(s, here),
         )
-        for s in snapshot.slots
-        if s.xmin_age or s.catalog_xmin_age
+        for s in held.slots
     ]
     found += [
         Holder(
@@ -89,9 +89,9 @@ def holders(snapshot: Snapshot) -> list[Holder]:
             user_name=p.owner,
             age_s=_since(p.prepared, now),
             xid_age=p.xid_age,
-            holds_here=hm.prepared_holds(p, here),
+            holds_here=hm.holds_here(p, here),
         )
-        for p in snapshot.prepared
+        for p in held.prepared
     ]
     return sorted(found, key=lambda h: (-(h.xid_age or -1), -(h.age_s or 0.0), h.name))
 
