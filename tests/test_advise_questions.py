@@ -31,7 +31,14 @@ from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding, Recommendation
-from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
+from vacuumlab.records.snapshot import (
+    AutovacuumWorker,
+    Database,
+    ExactBloat,
+    Relation,
+    Snapshot,
+    Table,
+)
 
 MODULES = (timing, workers, hot, toast, bloat)
 
@@ -343,10 +350,65 @@ def test_tables_that_waited_the_whole_interval_mean_the_workers_are_short() -> N
     assert found.severity == "warning"
     assert found.evidence["waited_the_interval"] == 3
     assert found.title.endswith("without one: 3; 3 waited the whole 120 s")
-    assert "they waited for a slot" in found.detail
+    assert "They waited for a slot, or behind other relations' vacuums" in found.detail
     assert sqls(found) == [
         "ALTER SYSTEM SET \"autovacuum_max_workers\" = '6'; SELECT pg_reload_conf();"
     ]
+
+
+def behind_long_vacuums(workers_max: int) -> Context:
+    """Two busy tables of 200,000 pages, with a cost limit of their own of 20 (a vacuum of
+    about 420 s each, and past their threshold again about as soon), and a small table after
+    them in pg_class order, all past their threshold at both snapshots, 120 s apart; the large
+    ones are being vacuumed at the later snapshot, as many as there are slots."""
+
+    def big(oid: int, name: str) -> tuple[Table, Table]:
+        before = relation(
+            oid, name, reltuples=10_000_000.0, relpages=200_000, n_live_tup=10_000_000,
+            n_dead_tup=2_500_000, reloptions={"autovacuum_vacuum_cost_limit": "10"},
+        )  # fmt: skip
+        after = changed(before, n_dead_tup=3_100_000)  # 5,000 dead tuples a second
+        return Table(heap=before, toast=None), Table(heap=after, toast=None)
+
+    pairs = [big(300, "big0"), big(301, "big1"), queue_table(302, "small", 200, 500, 600)]
+    values = {"autovacuum_max_workers": str(workers_max)}
+    running = tuple(autovacuum(oid) for oid in (300, 301)[:workers_max])
+    return context(
+        snapshot(*(b for b, _ in pairs), values=values),
+        snapshot(*(a for _, a in pairs), seconds=120, values=values, vacuums=running),
+    )
+
+
+def workers_finding(ctx: Context) -> Finding:
+    """The workers finding as the advisor gives it: with the simulation's answer."""
+    return next(
+        f
+        for f in advise(ctx.snapshot, ctx.later).findings
+        if f.question == "workers" and "workers busy" in f.title
+    )
+
+
+def test_a_table_behind_long_vacuums_with_a_slot_free_is_the_launchers_pace() -> None:
+    """Three slots, two busy: the small table waited two naptimes with a slot free. The
+    simulation agrees (the worker at each naptime takes the next long vacuum in its list): more
+    workers would not help, a shorter naptime would."""
+    found = workers_finding(behind_long_vacuums(3))
+    assert found.severity == "warning"
+    assert found.evidence["simulated_waiting_with_slots_free"] >= 1
+    assert found.evidence["simulated_waiting_for_a_slot"] == 0
+    assert sqls(found) == [
+        "ALTER SYSTEM SET \"autovacuum_naptime\" = '30s'; SELECT pg_reload_conf();"
+    ]
+    assert "More workers would not shorten that" in found.detail
+
+
+def test_a_table_waiting_while_every_slot_is_busy_needs_more_workers() -> None:
+    """One slot, busy with a 420 s vacuum: the small table waits for the slot, in the
+    simulation too, and more workers is the advice."""
+    found = workers_finding(behind_long_vacuums(1))
+    assert found.evidence["simulated_waiting_for_a_slot"] >= 1
+    assert found.evidence["simulated_waiting_with_slots_free"] == 0
+    assert [r.setting for r in found.recommendations] == ["autovacuum_max_workers"]
 
 
 def test_tables_vacuumed_in_between_or_over_a_short_interval_did_not_wait() -> None:
@@ -356,6 +418,31 @@ def test_tables_vacuumed_in_between_or_over_a_short_interval_did_not_wait() -> N
     short = workers.findings(waiting_context(seconds=90))[-1]  # under two naptimes
     assert short.severity == "info"
     assert short.recommendations == []
+
+
+def analyzing(relid: int | None, pid: int) -> AutovacuumWorker:
+    """An autovacuum worker running ANALYZE (relid) or between two relations (None)."""
+    doing = "analyze" if relid is not None else None
+    return AutovacuumWorker(pid=pid, database="app", backend_start=T0, relid=relid, doing=doing)
+
+
+def test_workers_running_analyze_hold_slots_and_share_the_cost_limit() -> None:
+    """pg_stat_progress_vacuum shows no worker, but pg_stat_activity shows three: two running
+    ANALYZE, one between relations. Each holds a slot (three of three busy while tables wait)
+    and has wi_dobalance (autovac_recalculate_workers_for_balance() counts it)."""
+    ctx = workers_context((20_000, 20_000, 20_000), 6000)
+    now = ctx.now.model_copy(
+        update={"workers": [analyzing(300, 1), analyzing(301, 2), analyzing(None, 3)]}
+    )
+    later = Context(ctx.snapshot, now)
+    found = workers.findings(later)[-1]
+    assert found.title == (
+        "3 of 3 autovacuum workers busy; relations past their threshold without one: 3"
+    )
+    assert found.severity == "warning"
+    assert later.balanced_autovacuums == 3
+    # A snapshot saved before the workers were collected counts the vacuums in progress.
+    assert workers.findings(ctx)[-1].title.startswith("0 of 3 autovacuum workers busy")
 
 
 def test_workers_without_rates() -> None:
@@ -830,3 +917,32 @@ def test_every_simulated_recommendation_says_what_it_changes() -> None:
     assert slots.evidence["simulated_waiting"] == 0  # waits are the launcher's, not a slot's
     # One snapshot: no rates, nothing to simulate.
     assert all(r.simulated is None for _, r in advise(ctx.later).recommendations())
+
+
+def test_with_autovacuum_off_a_forced_table_waits_for_the_databases_emergency() -> None:
+    """Autovacuum off server-wide: no launcher. A table past its own lower freeze limit (100
+    million, age 150 million) is not "taken anyway": the postmaster starts an emergency worker
+    only once the database's age passes the server's 200 million. Past that, it is."""
+    rel = relation(
+        100, "old", reltuples=1000.0, n_dead_tup=5000, frozenxid_age=150_000_000,
+        reloptions={"autovacuum_freeze_max_age": "100000000"},
+    )  # fmt: skip
+    off = {"autovacuum": "off"}
+
+    def waiting(database_age: int) -> Finding:
+        base = snapshot(Table(heap=rel, toast=None), values=off)
+        here = Database(
+            name="app", frozenxid_age=database_age, minmxid_age=0, allow_connections=True
+        )
+        ctx = context(base.model_copy(update={"databases": [here]}))
+        return next(f for f in thresholds.findings(ctx) if f.relation == "public.old")
+
+    young = waiting(150_000_000)
+    assert "anyway" not in young.title
+    assert "no launcher runs" in young.title
+    assert young.severity == "critical"
+    old = waiting(250_000_000)
+    assert "emergency workers, which take it" in old.title
+    assert old.severity == "warning"
+    [server] = [f for f in thresholds.findings(context(snapshot(values=off))) if not f.relation]
+    assert "still vacuumed for wraparound" not in server.detail

@@ -422,3 +422,25 @@ def test_dead_rate_just_after_a_vacuum_counts_what_pruning_cannot_take_back() ->
         500.0,
         "n_dead_tup since the vacuum in between",
     )
+
+
+def test_a_forced_table_with_autovacuum_off_is_analysed_past_its_analyze_threshold() -> None:
+    """relation_needs_vacanalyze() returns early only for !av_enabled && !force_vacuum: a table
+    with autovacuum_enabled = off that is past its freeze limit is vacuumed and, past its
+    analyze threshold (50 + 0.1 × 1,000), analysed too. Not forced, it is neither; with the
+    server's autovacuum off (AutoVacuumingActive() false) it is vacuumed only."""
+    from vacuumlab.model import thresholds as th
+
+    off = {"autovacuum_enabled": "off"}
+    rel = relation(
+        1, "t", reltuples=1000.0, n_mod_since_analyze=500, frozenxid_age=300_000_000,
+        reloptions=off,
+    )  # fmt: skip
+    [forced] = th.of_table(Table(heap=rel, toast=None), PG18, 180001)
+    assert (forced.forced, forced.needs_vacuum, forced.needs_analyze) == ("xid", True, True)
+    young = relation(1, "t", reltuples=1000.0, n_mod_since_analyze=500, reloptions=off)
+    [quiet] = th.of_table(Table(heap=young, toast=None), PG18, 180001)
+    assert (quiet.needs_vacuum, quiet.needs_analyze) == (False, False)
+    server_off = PG18 | {"autovacuum": "off"}
+    [emergency] = th.of_table(Table(heap=rel, toast=None), server_off, 180001)
+    assert (emergency.needs_vacuum, emergency.needs_analyze) == (True, False)

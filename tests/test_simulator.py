@@ -22,7 +22,7 @@ from vacuumlab.model.simulator import (
     simulate,
 )
 from vacuumlab.records.simulation import Simulation
-from vacuumlab.records.snapshot import Table
+from vacuumlab.records.snapshot import Database, Snapshot, Table, XidState
 
 
 def subject(order: int, **fields: object) -> Subject:
@@ -119,6 +119,19 @@ def test_one_worker_goes_through_its_list_in_pg_class_order_heaps_before_toast()
     out = simulate([toast, *heaps], launcher(workers=1), 30)
     order = [out.subjects[span.subject].label for span in out.spans]
     assert order == ["public.t3", "public.t5", "public.t7", "public.t5 (TOAST)"]
+
+
+def test_the_list_follows_pg_class_physical_order_not_the_oids() -> None:
+    """do_autovacuum() lists relations as its scan of pg_class meets their rows: a table whose
+    row was rewritten (ALTER TABLE ... SET) comes after younger ones, whatever its oid."""
+    heaps = [
+        subject(3, dead=300.0, position=9 * 65536 + 1),  # its row moved to block 9
+        subject(5, dead=300.0, position=2),
+        subject(7, dead=300.0, position=3),
+    ]
+    out = simulate(heaps, launcher(workers=1), 30)
+    order = [out.subjects[span.subject].label for span in out.spans]
+    assert order == ["public.t5", "public.t7", "public.t3"]
 
 
 def most_at_once(spans: list[Span]) -> int:
@@ -403,3 +416,188 @@ def test_an_end_moved_earlier_leaves_no_stale_end_for_the_next_vacuum_of_the_rel
     assert first.end < stale  # ... and the other's end moved earlier
     assert second.start < stale  # started again before the end first set for the first one
     assert second.end - second.start == pytest.approx(FIXED_S + 10_000 * per_page_alone)
+
+
+def test_since_15_a_normal_vacuum_that_reads_every_unfrozen_page_advances_relfrozenxid() -> None:
+    """heap_vacuum_rel() (vacuumlazy.c, 15+) sets a new relfrozenxid after a normal vacuum
+    unless it skipped an all-visible page that was not all-frozen. A 10-page table never has a
+    run of 32 all-visible pages to skip. Vacuumed at 300 s (age 133 million, below the
+    aggressive 150 million) and every 2 hours after, at 10,000 xids/s: on 15 each vacuum
+    brings its age back to vacuum_freeze_min_age and it never reaches its freeze limit; before
+    15 its age passes 200 million at 7,000 s and it is forced."""
+    slow = subject(1, dead=240.0, dead_per_second=250.0 / 7200.0, xid_age=130_000_000.0)
+    on_15 = simulate([slow], launcher(xids_per_second=10_000.0), 4 * 3600).tallies[0]
+    assert on_15.vacuums == 2
+    assert on_15.forced == 0
+    on_14 = launcher(xids_per_second=10_000.0, normal_advances=False)
+    assert simulate([slow], on_14, 4 * 3600).tallies[0].forced == 1
+
+
+def test_a_normal_vacuum_that_skips_unfrozen_all_visible_pages_leaves_relfrozenxid() -> None:
+    """The same table with 100,000 pages, all all-visible: its vacuum skips long runs of them.
+    Not all-frozen, they keep relfrozenxid where it was and the table is forced at its limit;
+    all-frozen, the normal vacuum advances it and nothing is forced."""
+    big = subject(
+        1,
+        dead=240.0,
+        dead_per_second=250.0 / 7200.0,
+        xid_age=130_000_000.0,
+        pages=100_000.0,
+        all_visible=100_000.0,
+    )
+    fast = launcher(xids_per_second=10_000.0)
+    assert simulate([big], fast, 4 * 3600).tallies[0].forced == 1
+    frozen = replace(big, all_frozen=100_000.0)
+    assert simulate([frozen], fast, 4 * 3600).tallies[0].forced == 0
+
+
+def test_autovacuum_off_still_vacuums_past_the_multixact_freeze_limit() -> None:
+    """relation_needs_vacanalyze() forces a vacuum once mxid_age(relminmxid) passes
+    Min(reloption, MultiXactMemberFreezeThreshold()): at 100 multixacts/s a table 10,000
+    short of its 400 million limit passes it at 100 s and the next worker (at 120 s) takes it,
+    aggressive too (past 0.95 × the limit), so its age comes back to the 5 million of
+    vacuum_multixact_freeze_min_age and once is enough."""
+    off = subject(
+        1,
+        enabled=False,
+        mxid_age=399_990_000.0,
+        mxid_limit=400_000_000.0,
+        mxid_aggressive_age=380_000_000.0,
+    )
+    tally = simulate([off], launcher(mxids_per_second=100.0), 3600).tallies[0]
+    assert (tally.vacuums, tally.forced) == (1, 1)
+    assert tally.starts[0] == pytest.approx(120.0)
+
+
+def test_past_the_multixact_failsafe_age_a_vacuum_runs_unthrottled() -> None:
+    """lazy_check_wraparound_failsafe() drops the cost-based sleeps when relminmxid is past
+    Max(vacuum_multixact_failsafe_age, 1.05 × autovacuum_multixact_freeze_max_age), as for
+    xids: 10,000 pages read and dirtied at 200 per 2 ms would take 2.1 s; unthrottled, the
+    unthrottled work alone."""
+    big = subject(1, dead=300.0, pages=10_000.0)
+    throttled = simulate([big], launcher(), 30).tallies[0].durations[0]
+    past = replace(big, mxid_age=1_700_000_000.0, mxid_failsafe_age=1_680_000_000.0)
+    unthrottled = simulate([past], launcher(), 30).tallies[0].durations[0]
+    assert throttled > 1.0
+    assert unthrottled == pytest.approx(FIXED_S + 10_000 * 2e-5)
+
+
+def test_forecast_takes_the_multixact_rate_from_relminmxid_ages() -> None:
+    """The snapshots carry no next multixact id: the ages of relminmxid that no vacuum moved
+    grow by the multixacts used, here 6,000 in 60 s. A table with autovacuum off, 180,000
+    short of the 400 million default limit, passes it after 1,800 s and is forced."""
+
+    def table(age: int) -> Table:
+        rel = relation(
+            100, "locked", reltuples=1000.0, relpages=10, minmxid_age=age,
+            reloptions={"autovacuum_enabled": "off"},
+        )  # fmt: skip
+        return Table(heap=rel, toast=None)
+
+    before = snapshot(table(399_814_000))
+    after = snapshot(table(399_820_000), seconds=60)
+    sim = forecast(before, after, hours=1)
+    locked = sim.relation("public.locked")
+    assert locked is not None
+    assert (locked.vacuums, locked.forced) == (1, 1)
+    assert locked.first_start_s is not None
+    assert 1800 <= locked.first_start_s <= 1860
+
+
+def test_a_wait_behind_long_vacuums_with_slots_free_is_told_from_a_wait_for_a_slot() -> None:
+    """Two long vacuums (10,000 pages at a cost limit of their own of 1: 420 s each) ahead of
+    a small table in pg_class order, all due at once. With three slots the launcher's worker
+    at 0 s takes the first, the one at 60 s the second, the one at 120 s the small table: it
+    waited 120 s with a slot free all along, which more workers would not shorten. With one
+    slot it waits for that slot: every second of its wait counts as waiting with all busy."""
+    slow = {"dead": 300.0, "pages": 10_000.0, "own_limit": 1.0, "own_delay_ms": 2.0}
+    tables = [subject(1, **slow), subject(2, **slow), subject(3, dead=300.0)]
+    paced = simulate(tables, launcher(workers=3), 600).tallies[2]
+    assert paced.starts == [pytest.approx(120.0)]
+    assert paced.waited == pytest.approx(120.0)
+    assert paced.waited_full == 0.0
+    full = simulate(tables, launcher(workers=1), 1200).tallies[2]
+    assert full.waited > 800
+    assert full.waited_full == pytest.approx(full.waited, rel=0.01)
+
+
+def test_with_autovacuum_off_a_table_is_forced_only_once_its_database_is() -> None:
+    """No launcher with autovacuum off: the postmaster's emergency workers come once the
+    database's datfrozenxid age passes the server's 200 million. A table past its own lower
+    limit (100 million, age 150 million) in a database at 190 million, at 10,000 xids/s, is
+    forced about 1,000 s in, not at the first launch."""
+
+    def at(seconds: float, table_age: int, database_age: int) -> Snapshot:
+        rel = relation(
+            100, "old", reltuples=1000.0, relpages=10, frozenxid_age=table_age,
+            reloptions={"autovacuum_freeze_max_age": "100000000"},
+        )  # fmt: skip
+        here = Database(
+            name="app", frozenxid_age=database_age, minmxid_age=0, allow_connections=True
+        )
+        base = snapshot(Table(heap=rel, toast=None), seconds=seconds, values={"autovacuum": "off"})
+        xids = XidState(next_xid=1_000_000_000 + round(seconds * 10_000))
+        return base.model_copy(update={"databases": [here], "xids": xids})
+
+    before = at(0, 149_400_000, 189_400_000)
+    after = at(60, 150_000_000, 190_000_000)
+    old = forecast(before, after, hours=1).relation("public.old")
+    assert old is not None
+    assert old.forced == 1
+    assert old.first_start_s is not None
+    assert 1000 <= old.first_start_s <= 1060
+
+
+def test_the_failsafe_triggers_strictly_past_its_age() -> None:
+    """vacuum_xid_failsafe_check() (vacuum.c) asks TransactionIdPrecedes(relfrozenxid,
+    next - failsafe age): at exactly the failsafe age a vacuum is still throttled."""
+    from vacuumlab.model import duration
+
+    big = subject(1, dead=300.0, pages=10_000.0)
+    at_age = replace(big, xid_age=1_600_000_000.0)
+    past = replace(big, xid_age=1_600_000_001.0)
+    assert simulate([at_age], launcher(), 30).tallies[0].durations[0] > 1.0
+    assert simulate([past], launcher(), 30).tallies[0].durations[0] < 1.0
+    server = {"vacuum_failsafe_age": "1600000000"}
+    at_limit = relation(1, "t", frozenxid_age=1_600_000_000)
+    assert not duration.in_failsafe(at_limit, server, 180000)
+    assert duration.in_failsafe(changed(at_limit, frozenxid_age=1_600_000_001), server, 180000)
+
+
+def test_the_aggressive_multixact_age_follows_member_space_pressure() -> None:
+    """vacuum_get_cutoffs() caps multixact_freeze_table_age at 0.95 ×
+    MultiXactMemberFreezeThreshold(): with member space five eighths used, a million
+    multixacts give a threshold of 500,000, so an aggressive vacuum from 475,000."""
+    from vacuumlab.model import duration
+
+    pressure = {"multixacts": 1_000_000, "members": 2**31 + 2**29}
+    assert duration.aggressive_ages({}, {}, **pressure)[1] == pytest.approx(475_000)
+    assert duration.aggressive_ages({}, {})[1] == 150_000_000  # the table age, under the cap
+
+
+def test_a_database_that_comes_in_danger_gets_a_worker_at_every_wake_up() -> None:
+    """Four databases, naptime 60 s: a worker comes here every 60 s until the database passes
+    its freeze limit at 600 s, then at every wake-up of the launcher, every 15 s
+    (do_start_worker() picks the database in danger)."""
+    out = simulate([subject(1)], launcher(databases=4, danger_in_s=600.0), 1200)
+    # 0, 60, …, 600 (11 launches), then 615, …, 1200 (40).
+    assert out.launches == 11 + 40
+    assert launcher(databases=4).danger_at_s == math.inf
+
+
+def test_a_database_past_its_multixact_limit_is_in_danger() -> None:
+    """do_start_worker() favours a database past the multixact limit too, not only xid."""
+    rel = relation(100, "t", reltuples=1000.0, relpages=10)
+
+    def at(seconds: float, mxid_age: int) -> Snapshot:
+        here = Database(
+            name="app", frozenxid_age=1000, minmxid_age=mxid_age, allow_connections=True
+        )
+        base = snapshot(Table(heap=rel, toast=None), seconds=seconds)
+        return base.model_copy(update={"databases": [here]})
+
+    past = inputs(at(0, 400_000_100), at(60, 400_000_200)).launcher
+    assert past.in_danger
+    soon = inputs(at(0, 399_000_000), at(60, 399_006_000)).launcher  # 100 multixacts/s
+    assert not soon.in_danger
+    assert soon.danger_in_s == pytest.approx(9_940.0)

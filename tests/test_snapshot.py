@@ -6,6 +6,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -24,9 +25,12 @@ from vacuumlab.collect.snapshot import (
     with_sizes,
 )
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.forecast import inputs
+from vacuumlab.model.simulator import Simulator
 from vacuumlab.pg import connect as connect_module
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect
+from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.snapshot import Snapshot, Table, parse_snapshot
 
 SCENARIO = (
@@ -526,3 +530,56 @@ def test_own_queries_are_tagged_in_pg_stat_statements(embedded_database: str) ->
         ).fetchall()
     tags = {q.rsplit("/* vacuumlab:", 1)[1].rstrip(" */") for (q,) in rows}
     assert {"tables", "settings", "backends", "server_info"} <= tags
+
+
+def test_workers_come_from_pg_stat_activity_analyze_included(sandbox_root: Path) -> None:
+    """An autovacuum worker running ANALYZE, caught on a server of its own with a naptime of a
+    second: a table past its analyze threshold only, analysed at a cost limit of 1 per 100 ms,
+    so the worker stays in ANALYZE for many seconds. pg_stat_progress_vacuum shows nothing;
+    the snapshot's workers show it, with the table and what it does."""
+    settings = {"autovacuum_naptime": "1"}
+    with Sandbox.start(sandbox_root / "workers", settings=settings) as server:
+        execute(
+            server.dsn,
+            """CREATE TABLE sampled (id int, pad text) WITH (autovacuum_vacuum_threshold =
+            1000000000, autovacuum_vacuum_insert_threshold = -1, autovacuum_analyze_threshold
+            = 0, autovacuum_analyze_scale_factor = 0, autovacuum_vacuum_cost_limit = 1,
+            autovacuum_vacuum_cost_delay = 100)""",
+            "INSERT INTO sampled SELECT i, repeat('x', 200) FROM generate_series(1, 100000) i",
+        )
+        deadline = time.monotonic() + 60  # a loaded machine may start the worker late
+        while True:
+            snap = snapshot_of(server.dsn)
+            assert snap.workers is not None
+            found = [w for w in snap.workers if w.doing == "analyze"]
+            if found or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        oid = table(snap, "sampled").heap.oid
+        assert [(w.relid, w.database) for w in found] == [(oid, "postgres")], snap.workers
+        assert not any(v.relid == oid for v in snap.vacuums)
+        assert found[0].pid not in {v.pid for v in snap.vacuums}
+
+
+def test_catalog_position_is_the_pg_class_rows_physical_place(database: str) -> None:
+    """A table whose pg_class row an ALTER TABLE rewrote sits after younger tables in pg_class,
+    as a worker's scan meets them; the oids say the opposite. The forecast lists them so."""
+    execute(
+        database,
+        "CREATE TABLE first (id int)",
+        "CREATE TABLE second (id int)",
+        "ALTER TABLE first SET (autovacuum_vacuum_scale_factor = 0.1)",
+    )
+    with psycopg.connect(database) as conn:
+        rows = dict(conn.execute("SELECT relname, ctid::text FROM pg_class").fetchall())
+    snap = snapshot_of(database)
+    first, second = table(snap, "first").heap, table(snap, "second").heap
+    assert first.oid < second.oid
+    assert first.catalog_position is not None
+    assert second.catalog_position is not None
+    assert first.catalog_position > second.catalog_position
+    block, line = map(int, rows["first"].strip("()").split(","))
+    assert first.catalog_position == block * 65536 + line
+    given = inputs(snap, snap.model_copy(update={"taken_at": snap.taken_at + timedelta(seconds=1)}))
+    heaps = [s.label for s in Simulator(given.subjects, given.launcher, 1).subjects]
+    assert heaps.index("public.second") < heaps.index("public.first")

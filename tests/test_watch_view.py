@@ -11,13 +11,21 @@ from pathlib import Path
 import pytest
 from prometheus_client.samples import Sample
 
-from advise_fixtures import T0, autovacuum, changed, relation, snapshot, toast_of
+from advise_fixtures import PG18, T0, autovacuum, changed, relation, snapshot, toast_of
 from conftest import execute, wait_for_counts, xmin_holder
 from vacuumlab.model import progress
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.simulator import PAGE_S
 from vacuumlab.records.live import LiveView
-from vacuumlab.records.snapshot import Backend, Database, Relation, Snapshot, Table
+from vacuumlab.records.snapshot import (
+    AutovacuumWorker,
+    Backend,
+    Database,
+    Relation,
+    Snapshot,
+    Table,
+)
+from vacuumlab.watch import cluster
 from vacuumlab.watch.metrics import Scrape, families
 from vacuumlab.watch.source import Source
 from vacuumlab.watch.view import Pick, live_view, row_key
@@ -354,3 +362,12 @@ def test_the_head_of_a_real_queue_is_the_whole_queues_and_the_models(
     assert sum(1 for t in rows if not t.due and 0.5 < t.progress <= 1.0) >= 3
     moving = [t for t in rows if not t.due and t.predicted_start_s is not None]
     assert {t.label for t in moving} >= {"public.q12"}
+
+
+def test_busy_workers_count_every_autovacuum_worker_analyze_included() -> None:
+    """The live view's busy workers come from pg_stat_activity: a worker running ANALYZE
+    shows in no pg_stat_progress_vacuum row, yet holds a slot and shares the cost limit."""
+    worker = AutovacuumWorker(pid=7, database="app", backend_start=T0, relid=42, doing="analyze")
+    snap = snapshot().model_copy(update={"workers": [worker]})
+    assert cluster.sharing(snap) == 1
+    assert cluster.workers(snap, PG18, cluster.sharing(snap)).busy == 1

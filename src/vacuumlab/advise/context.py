@@ -104,7 +104,7 @@ class Context:
     @cached_property
     def balanced_autovacuums(self) -> int:
         """Running autovacuums that share the cost limit (av_nworkersForBalance)."""
-        if not self.now.vacuums:
+        if not balance.busy_workers(self.now.workers, self.now.vacuums):
             return 0  # nothing running: no need to read every relation's options
         own = {
             rel.oid
@@ -112,7 +112,7 @@ class Context:
             for rel in (table.heap, table.toast)
             if rel is not None and balance.has_own_cost(th.options_of(table, rel))
         }
-        return balance.balanced_workers(self.now.vacuums, own)
+        return balance.balanced_workers(self.now.vacuums, own, self.now.workers)
 
     def tables(self) -> Iterator[Table]:
         yield from self.now.tables

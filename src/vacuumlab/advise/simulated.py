@@ -154,16 +154,32 @@ def _answered(run: Run, finding: Finding) -> Finding:
         return _with(finding, text, evidence)
     if finding.question == "workers" and "autovacuum workers busy" in finding.title:
         share = run.outcome.busy_share(run.inputs.launcher.workers)
-        late = _waiting_for_a_slot(run)
+        late = waits(run)
         text = (
             f" Simulated over {HOURS:g} h: the workers are busy {share:.0%} of the time; "
-            f"{len(late)} relations wait past their threshold longer than the launcher's round "
-            "on average, which only a busy worker explains"
-            + (f" ({', '.join(late[:3])}{' …' if len(late) > 3 else ''})." if late else ".")
-        )
-        evidence = {"simulated_busy_share": round(share, 3), "simulated_waiting": len(late)}
+            f"{len(late.for_a_slot) + len(late.with_slots_free)} relations wait past their "
+            "threshold longer than the launcher's round on average."
+            + _listed(late.for_a_slot, "Waiting while every slot is busy, which more workers "
+                      "would shorten:")
+            + _listed(late.with_slots_free, "Waiting with a slot free, for the launcher's next "
+                      "worker (one per database every autovacuum_naptime) or behind other "
+                      "relations' vacuums in a worker's list, which more workers would not "
+                      "shorten:")
+        )  # fmt: skip
+        evidence = {
+            "simulated_busy_share": round(share, 3),
+            "simulated_waiting": len(late.for_a_slot) + len(late.with_slots_free),
+            "simulated_waiting_for_a_slot": len(late.for_a_slot),
+            "simulated_waiting_with_slots_free": len(late.with_slots_free),
+        }
         return _with(finding, text, evidence)
     return finding
+
+
+def _listed(labels: list[str], lead: str) -> str:
+    if not labels:
+        return ""
+    return f" {lead} {', '.join(labels[:3])}{' …' if len(labels) > 3 else ''}."
 
 
 def _with(finding: Finding, text: str, evidence: dict[str, int | float]) -> Finding:
@@ -172,8 +188,25 @@ def _with(finding: Finding, text: str, evidence: dict[str, int | float]) -> Find
     )
 
 
-def _waiting_for_a_slot(run: Run) -> list[str]:
-    """Relations whose mean wait is longer than a launch interval: a launch found no slot."""
+@dataclass(frozen=True, slots=True)
+class Waits:
+    """The relations whose mean wait past their threshold is longer than a launch interval,
+    by what they waited for."""
+
+    for_a_slot: list[str]  # mostly while every worker slot was busy
+    with_slots_free: list[str]  # mostly with a slot free: the launcher's pace, the list order
+
+
+def waits(run: Run) -> Waits:
+    """A wait longer than the launcher's round is not always a wait for a slot: the launcher
+    starts one worker per database per naptime, and each goes through its list in order, so
+    a relation behind two long vacuums waits two naptimes with slots free
+    (launcher_determine_sleep(), do_autovacuum() in autovacuum.c). The simulation counts the
+    seconds of each wait during which every slot was busy (Tally.waited_full)."""
     every = run.inputs.launcher.launch_every_s
-    pairs = zip(run.outcome.subjects, run.outcome.tallies, strict=True)
-    return [s.label for s, t in pairs if t.vacuums and t.waited / t.vacuums > every]
+    slot: list[str] = []
+    free: list[str] = []
+    for s, t in zip(run.outcome.subjects, run.outcome.tallies, strict=True):
+        if t.vacuums and t.waited / t.vacuums > every:
+            (slot if t.waited_full >= t.waited / 2 else free).append(s.label)
+    return Waits(slot, free)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
+from vacuumlab.model import balance, forcing
 from vacuumlab.model.thresholds import Thresholds, parse_bool
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Relation, Table
@@ -94,10 +95,9 @@ def _why(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[Recomme
     if not t.effective.table_enabled:
         return _table_off(ctx, t, name)
     if not t.effective.active:
-        forced = _forced_clause(t)
-        return "autovacuum is off for the whole server" + forced, _off_severity(t), []
-    running = [v for v in ctx.now.vacuums if v.is_autovacuum]
-    if len(running) >= ctx.workers:
+        forced = _forced_clause(ctx, t)
+        return "autovacuum is off for the whole server" + forced, _off_severity(ctx, t), []
+    if balance.busy_workers(ctx.now.workers, ctx.now.vacuums) >= ctx.workers:
         # One server finding warns of it and says what to change (workers.py); one warning
         # per waiting table would bury it.
         return "every autovacuum worker is busy (see Cost budget and workers)", "info", []
@@ -123,17 +123,44 @@ def _table_off(ctx: Context, t: Thresholds, name: str) -> tuple[str, str, list[R
     carried = toast_options.needs_carry_over(_table_of(ctx, t), is_toast=t.is_toast)
     carried.pop("autovacuum_enabled", None)
     extra = toast_options.carry_over(ctx, _table_of(ctx, t), carried, owner=label(table))
-    return "autovacuum is off for it" + _forced_clause(t), _off_severity(t), [fix, *extra]
+    clause = _forced_clause(ctx, t)
+    return "autovacuum is off for it" + clause, _off_severity(ctx, t), [fix, *extra]
 
 
-def _forced_clause(t: Thresholds) -> str:
+def _forced_clause(ctx: Context, t: Thresholds) -> str:
     if t.forced is None:
         return ""
-    return f", but it is past its {t.forced} freeze limit: a wraparound vacuum takes it anyway"
+    if t.effective.active:
+        return f", but it is past its {t.forced} freeze limit: a wraparound vacuum takes it anyway"
+    off = _server_off(ctx)
+    if _emergency(ctx, t):
+        return (
+            f", but it is past its {t.forced} freeze limit and the database past the server's: "
+            f"with {off} off the postmaster still starts emergency workers, which take it"
+        )
+    return (
+        f"; it is past its {t.forced} freeze limit, but with {off} off no launcher runs: the "
+        "postmaster starts an emergency worker only once the database's own age passes the "
+        "server's freeze_max_age (autovacuum_freeze_max_age, or the multixact one), not its "
+        "table's, and nothing vacuums it before then"
+    )
 
 
-def _off_severity(t: Thresholds) -> str:
-    return "warning" if t.forced else "critical"
+def _off_severity(ctx: Context, t: Thresholds) -> str:
+    """A forced vacuum that will come is a warning; none coming, critical."""
+    return "warning" if t.forced and (t.effective.active or _emergency(ctx, t)) else "critical"
+
+
+def _emergency(ctx: Context, t: Thresholds) -> bool:
+    """Autovacuum off: emergency workers come to this database (there they vacuum every
+    relation past its own limit, relation_needs_vacanalyze())."""
+    here = next((d for d in ctx.now.databases if d.name == ctx.now.server.database), None)
+    return forcing.emergency(here, ctx.settings) is not None
+
+
+def _server_off(ctx: Context) -> str:
+    autovacuum = parse_bool(ctx.settings.get("autovacuum", "on"))
+    return "autovacuum" if not autovacuum else "track_counts"
 
 
 def _table_of(ctx: Context, t: Thresholds) -> Table:
@@ -281,8 +308,8 @@ def _switch_off(ctx: Context, setting: str, title: str) -> Finding:
         "on",
         version=ctx.version,
         impact=1.0,
-        reason=f"with {setting} off only anti-wraparound vacuums run (AutoVacuumingActive() in "
-        "autovacuum.c): dead tuples pile up in every table",
+        reason=f"with {setting} off no launcher runs (AutoVacuumingActive() in autovacuum.c): "
+        "dead tuples pile up in every table, and only emergency anti-wraparound vacuums come",
     )
     return Finding(
         question="thresholds",
@@ -290,6 +317,10 @@ def _switch_off(ctx: Context, setting: str, title: str) -> Finding:
         relation=None,
         title=title,
         detail="No table is vacuumed or analysed for its dead tuples and changes, whatever its "
-        "thresholds; tables past their freeze limits are still vacuumed for wraparound.",
+        "thresholds. No launcher runs: the postmaster starts an emergency worker only once the "
+        "cluster's oldest datfrozenxid (or datminmxid) age passes the server's "
+        "autovacuum_freeze_max_age (or autovacuum_multixact_freeze_max_age), and sends it to "
+        "the database most at risk, where it vacuums the tables past their freeze limits; a "
+        "table's own lower freeze_max_age brings none sooner.",
         recommendations=[fix],
     )

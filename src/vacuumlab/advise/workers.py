@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vacuumlab.advise import estimate, horizon, timing
+from vacuumlab.advise import estimate, horizon, simulated, timing
 from vacuumlab.advise.context import Context, alter_system
+from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
@@ -234,22 +235,28 @@ def _system(ctx: Context, setting: str, value: str, why: str, impact: float) -> 
 
 def _workers(ctx: Context) -> Finding:
     max_workers = ctx.workers
-    running = [v for v in ctx.now.vacuums if v.is_autovacuum]
-    busy = {v.relid for v in running}
+    # Every worker alive holds a slot, those running ANALYZE too (pg_stat_activity).
+    running = balance.busy_workers(ctx.now.workers, ctx.now.vacuums)
+    busy = {v.relid for v in ctx.now.vacuums if v.is_autovacuum}
     names = ctx.names
     waiting = [
         names[t.relation.oid]
         for t in ctx.thresholds
         if t.needs_vacuum and t.relation.oid not in busy
     ]
-    free = max(max_workers - len(running), 0)
+    free = max(max_workers - running, 0)
     # With a worker free, a waiting relation only waits for the launcher's next round.
     waited = _waited(ctx, busy)
+    paced = bool(waited) and _paced(ctx)
     short = (free == 0 and bool(waiting)) or bool(waited)
     severity: Severity = "warning" if short else "info"
     detail = _workers_detail(waiting, free) + _waited_detail(ctx, waited)
     recommendations = []
-    if short:
+    if paced and free:
+        rec, note = _faster_launcher(ctx, waited)
+        recommendations = [rec] if rec else []
+        detail += note
+    elif short:
         rec, note = _more_workers(ctx, max_workers, len(waiting))
         recommendations = [rec] if rec else []
         detail += note
@@ -258,14 +265,14 @@ def _workers(ctx: Context) -> Finding:
         severity=severity,
         relation=None,
         title=(
-            f"{len(running)} of {max_workers} autovacuum workers busy; relations past their "
+            f"{running} of {max_workers} autovacuum workers busy; relations past their "
             f"threshold without one: {len(waiting)}"
             + (f"; {len(waited)} waited the whole {ctx.seconds or 0:,.0f} s" if waited else "")
         ),
         detail=detail,
         evidence={
             "autovacuum_max_workers": max_workers,
-            "running": len(running),
+            "running": running,
             "free": free,
             "waiting": len(waiting),
             "waited_the_interval": len(waited) if ctx.later is not None else None,
@@ -281,9 +288,10 @@ def _waited(ctx: Context, busy: set[int]) -> list[str]:
     While a worker slot is free the launcher starts a worker in each database every
     autovacuum_naptime / databases (launcher_determine_sleep, do_start_worker in
     autovacuum.c), and a new worker takes any relation past its threshold that no other
-    worker holds. So a relation that waits several naptimes waited for a slot, whatever the
-    count of busy workers at the instant of either snapshot (a worker visiting another
-    database leaves its slot free for a moment)."""
+    worker holds, the first in its list. So a relation that waits several naptimes waited
+    for a slot, whatever the count of busy workers at the instant of either snapshot (a worker
+    visiting another database leaves its slot free for a moment), or behind other relations'
+    long vacuums, one per naptime it waited: the simulation tells which (_paced())."""
     seconds = ctx.seconds
     naptime = ctx.setting("autovacuum_naptime", 60.0)
     if ctx.later is None or seconds is None or seconds < WAITED_NAPTIMES * naptime:
@@ -304,6 +312,45 @@ def _waited(ctx: Context, busy: set[int]) -> list[str]:
     return waited
 
 
+def _paced(ctx: Context) -> bool:
+    """Whether the simulation of the hours ahead has relations waiting long with a slot free
+    and none waiting for a slot: then the launcher's pace or the workers' list order holds
+    them back, not the number of workers (see simulated.waits())."""
+    run = simulated.base(ctx)
+    if run is None:
+        return False
+    late = simulated.waits(run)
+    return bool(late.with_slots_free) and not late.for_a_slot
+
+
+def _faster_launcher(ctx: Context, waited: list[str]) -> tuple[Recommendation | None, str]:
+    """Half the naptime, at least a second: a worker per database twice as often, so a
+    relation behind long vacuums in one worker's list is taken by the next worker sooner."""
+    naptime = ctx.setting("autovacuum_naptime", 60.0)
+    target = max(math.floor(naptime / 2), 1)
+    note = (
+        " Simulated, they wait with a worker slot free: behind other relations' long vacuums "
+        "in the workers' lists, and for the launcher, which starts one worker per database "
+        "every autovacuum_naptime. More workers would not shorten that; a shorter naptime "
+        "would."
+    )
+    if target >= naptime:
+        return None, note
+    rec = alter_system(
+        "autovacuum_naptime",
+        str(target),
+        version=ctx.version,
+        impact=0.5,
+        reason=(
+            f"{len(waited)} relations waited past their threshold with a worker slot free: "
+            "the launcher sends a worker to each database once per autovacuum_naptime "
+            "(launcher_determine_sleep() in autovacuum.c), and each worker goes through its "
+            "list in order"
+        ),
+    )
+    return rec, note
+
+
 def _vacuumed_between(then: Relation, now: Relation) -> bool:
     return (then.autovacuum_count, then.vacuum_count) != (now.autovacuum_count, now.vacuum_count)
 
@@ -314,8 +361,9 @@ def _waited_detail(ctx: Context, waited: list[str]) -> str:
     shown = ", ".join(waited[:5]) + (f" and {len(waited) - 5} more" if len(waited) > 5 else "")
     return (
         f" Past their threshold at both snapshots, {ctx.seconds or 0:,.0f} s apart, and "
-        f"vacuumed by no worker in between: {shown}. With a slot free the launcher would have "
-        "sent a worker within a naptime: they waited for a slot."
+        f"vacuumed by no worker in between: {shown}. They waited for a slot, or behind other "
+        "relations' vacuums: the launcher starts one worker per database every naptime, and "
+        "each goes through its list in pg_class order."
     )
 
 

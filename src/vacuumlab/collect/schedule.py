@@ -13,7 +13,6 @@ the default cost budget. A tick that fails is skipped and counted, never fatal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
@@ -22,12 +21,7 @@ from vacuumlab.collect.sampler import Periodic
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.connect import Session
 from vacuumlab.records.scheduling import TableSample
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerSeen:
-    pid: int
-    backend_start: datetime
+from vacuumlab.records.snapshot import AutovacuumWorker
 
 
 class TablesSampler(Periodic[TableSample]):
@@ -46,7 +40,7 @@ class TablesSampler(Periodic[TableSample]):
     def _take(self, session: Session) -> None:
         try:
             rows = session.fetch("schedule_sample", TableSample, self._params)
-            workers = session.fetch("autovacuum_workers", WorkerSeen)
+            workers = session.fetch("autovacuum_workers", AutovacuumWorker)
         except (psycopg.Error, VacuumlabError):
             self.failed += 1
             return

@@ -50,6 +50,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("slots", "slots", m.ReplicationSlot),
     Probe("prepared", "prepared", m.PreparedXact),
     Probe("vacuums", "vacuums", m.VacuumProgress),
+    Probe("workers", "autovacuum_workers", m.AutovacuumWorker),
 )
 
 Sizes = Literal["measured", "estimated"]

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from vacuumlab.model.cost import CostSettings
-from vacuumlab.records.snapshot import VacuumProgress
+from vacuumlab.records.snapshot import AutovacuumWorker, VacuumProgress
 
 
 def available_workers(server: Mapping[str, str], version_num: int) -> int:
@@ -48,9 +48,29 @@ def has_own_cost(options: Mapping[str, str]) -> bool:
     return (limit is not None and limit > 0) or (delay is not None and delay >= 0)
 
 
-def balanced_workers(vacuums: Iterable[VacuumProgress], unbalanced: set[int]) -> int:
-    """Running autovacuums that share the limit: all but those on relations with their own
-    cost settings. Relations of other databases are counted: their options are unknown."""
+def busy_workers(
+    workers: Iterable[AutovacuumWorker] | None, vacuums: Iterable[VacuumProgress]
+) -> int:
+    """Worker slots in use: every autovacuum worker alive, whether it vacuums, analyzes or is
+    between two relations. A snapshot saved before the workers were collected has only
+    pg_stat_progress_vacuum, which leaves out the workers running ANALYZE."""
+    if workers is not None:
+        return sum(1 for _ in workers)
+    return sum(1 for v in vacuums if v.is_autovacuum)
+
+
+def balanced_workers(
+    vacuums: Iterable[VacuumProgress],
+    unbalanced: set[int],
+    workers: Iterable[AutovacuumWorker] | None = None,
+) -> int:
+    """Running autovacuum workers that share the limit (av_nworkersForBalance): every worker
+    with wi_dobalance, which table_recheck_autovac() sets for a relation without cost settings
+    of its own, ANALYZE or VACUUM, and do_autovacuum() sets again between two relations.
+    Relations of other databases are counted: their options are unknown. Without the workers
+    (an older snapshot), the vacuums in progress."""
+    if workers is not None:
+        return sum(1 for w in workers if w.relid is None or w.relid not in unbalanced)
     return sum(1 for v in vacuums if v.is_autovacuum and v.relid not in unbalanced)
 
 

@@ -55,11 +55,22 @@ def aggressive(rel: Relation, server: Mapping[str, str], options: Mapping[str, s
     return (rel.frozenxid_age or 0) >= xid or (rel.minmxid_age or 0) >= mxid
 
 
-def aggressive_ages(server: Mapping[str, str], options: Mapping[str, str]) -> tuple[float, float]:
+def aggressive_ages(
+    server: Mapping[str, str],
+    options: Mapping[str, str],
+    *,
+    multixacts: int | None = None,
+    members: int | None = None,
+) -> tuple[float, float]:
     """The xid and multixact ages from which a vacuum is aggressive:
-    ``Min(freeze_table_age, 0.95 × autovacuum_freeze_max_age)`` and the multixact pair."""
+    ``Min(freeze_table_age, 0.95 × autovacuum_freeze_max_age)``, and for multixacts 0.95 ×
+    MultiXactMemberFreezeThreshold(), which falls below the setting under member-space
+    pressure (vacuum_get_cutoffs() in vacuum.c). Member usage is not collected: without
+    ``members`` that is the setting."""
     xid_cap = 0.95 * forcing.setting(server, "autovacuum_freeze_max_age")
-    mxid_cap = 0.95 * forcing.setting(server, "autovacuum_multixact_freeze_max_age")
+    mxid_cap = 0.95 * forcing.member_freeze_threshold(
+        forcing.setting(server, "autovacuum_multixact_freeze_max_age"), multixacts, members
+    )
     return (
         min(_table_age(server, options, ""), xid_cap),
         min(_table_age(server, options, "multixact_"), mxid_cap),
@@ -67,10 +78,11 @@ def aggressive_ages(server: Mapping[str, str], options: Mapping[str, str]) -> tu
 
 
 def in_failsafe(rel: Relation, server: Mapping[str, str], version_num: int) -> bool:
-    """Whether the vacuum runs past vacuum_failsafe_age (or the multixact one) from its start."""
+    """Whether the vacuum runs past vacuum_failsafe_age (or the multixact one) from its start:
+    strictly past, as vacuum_xid_failsafe_check() (vacuum.c) asks TransactionIdPrecedes()."""
     xid_age = forcing.failsafe_age(server, version_num=version_num)
     mxid_age = forcing.failsafe_age(server, multixact=True, version_num=version_num)
-    return (rel.frozenxid_age or 0) >= xid_age or (rel.minmxid_age or 0) >= mxid_age
+    return (rel.frozenxid_age or 0) > xid_age or (rel.minmxid_age or 0) > mxid_age
 
 
 def heap_pages(rel: Relation, pages: int, *, is_aggressive: bool) -> int:
@@ -147,7 +159,7 @@ def work(
     lim = resolved or limits(server, options, version_num)
     xid_age, mxid_age = rel.frozenxid_age or 0, rel.minmxid_age or 0
     is_aggressive = xid_age >= lim.aggressive_xid or mxid_age >= lim.aggressive_mxid
-    failsafe = xid_age >= lim.failsafe_xid or mxid_age >= lim.failsafe_mxid
+    failsafe = xid_age > lim.failsafe_xid or mxid_age > lim.failsafe_mxid  # in_failsafe()
     skipped, reason = bypass(rel, dead, pages, version_num)
     if failsafe and not skipped:
         skipped, reason = True, "the failsafe skips index vacuuming"

@@ -11,6 +11,13 @@
   SQL (pg_get_multixact_members() lists one multixact's members; pg_get_multixact_stats()
   arrives in 19; reading pg_multixact/members needs superuser), so without ``members`` this
   model assumes no member-space pressure: the GUC applies.
+- With ``autovacuum`` or ``track_counts`` off no launcher runs. Once the next xid passes the
+  cluster's oldest ``datfrozenxid`` plus the server's ``autovacuum_freeze_max_age``
+  (``xidVacLimit``, SetTransactionIdLimit() in varsup.c; the same for multixacts,
+  SetMultiXactIdLimit() in multixact.c), backends signal the postmaster, which starts the
+  launcher for one worker (AutoVacLauncherMain(): do_start_worker() then exit), sent to the
+  database most at risk; there it vacuums the relations past their own limits
+  (:func:`emergency`).
 - ``vacuum_xid_failsafe_check()`` (vacuum.c) turns throttling and index vacuuming off past
   ``Max(vacuum_failsafe_age, 1.05 × autovacuum_freeze_max_age)``, and the same for
   multixacts with ``vacuum_multixact_failsafe_age``; PostgreSQL 13 has no failsafe.
@@ -92,6 +99,24 @@ def forced(limits: FreezeLimits, xid_age: int | None, mxid_age: int | None) -> s
     if xid_age is not None and xid_age > limits.xid:
         return "xid"
     if mxid_age is not None and mxid_age > limits.mxid:
+        return "mxid"
+    return None
+
+
+def emergency(
+    database: Database | None, server: Mapping[str, str]
+) -> Literal["xid", "mxid"] | None:
+    """Whether, with autovacuum off, the postmaster sends emergency workers to ``database``:
+    its ``datfrozenxid`` age past the server's autovacuum_freeze_max_age ("xid"), or its
+    ``datminmxid`` age past the multixact one ("mxid"; member space not collected, the
+    setting), the reloptions of no table counting. None when neither, or unknown."""
+    if database is None:
+        return None
+    if database.frozenxid_age > setting(server, "autovacuum_freeze_max_age"):
+        return "xid"
+    if database.minmxid_age > member_freeze_threshold(
+        setting(server, "autovacuum_multixact_freeze_max_age")
+    ):
         return "mxid"
     return None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
@@ -21,7 +22,7 @@ from vacuumlab.model import thresholds as th
 from vacuumlab.model.cost import CostSettings
 from vacuumlab.model.simulator import COUNTED_DURING, Launcher, Outcome, Subject, Tally, simulate
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerTimeline
-from vacuumlab.records.snapshot import Relation, Snapshot, Table
+from vacuumlab.records.snapshot import Database, Relation, Snapshot, Table
 
 #: What the simulation takes as given; shown with every forecast.
 ASSUMPTIONS = (
@@ -30,8 +31,9 @@ ASSUMPTIONS = (
     "pages are in shared buffers; a vacuum reads and dirties each heap page that is not "
     "all-visible, and changes reach pages at random",
     "other databases' workers take no time; analyze-only visits are not simulated",
-    "a normal vacuum leaves relfrozenxid where it was; an aggressive one brings its age back "
-    "to vacuum_freeze_min_age",
+    "an aggressive vacuum brings relfrozenxid's age back to vacuum_freeze_min_age (the most "
+    "it can be), and so does a normal one from PostgreSQL 15 unless it skips an all-visible "
+    "page that is not all-frozen; before 18 no page is known to be all-frozen",
 )
 _COST_DEFAULTS = {
     "vacuum_cost_page_hit": "1",
@@ -214,6 +216,7 @@ def _forecast(s: Subject, t: Tally) -> RelationForecast:
         peak_dead=round(t.peak_dead),
         waited_s=t.waited,
         max_wait_s=t.max_wait,
+        waited_full_s=t.waited_full,
     )
 
 
@@ -226,6 +229,8 @@ class _Settings:
     balanced: bool
     aggressive_age: float
     freeze_min_age: float
+    mxid_aggressive_age: float
+    mxid_freeze_min_age: float
 
 
 @dataclass(slots=True)
@@ -238,10 +243,17 @@ class _Builder:
     earlier: Mapping[int, Relation]
     resolved: dict[tuple[tuple[str, str], ...], _Settings] = field(default_factory=dict)
     failsafe_age: float = field(init=False)
+    mxid_failsafe_age: float = field(init=False)
+    here: Database | None = field(init=False)
 
     def __post_init__(self) -> None:
-        # The server's failsafe age: the same for every relation, computed once.
+        name = self.after.server.database
+        self.here = next((d for d in self.after.databases if d.name == name), None)
+        # The server's failsafe ages: the same for every relation, computed once.
         self.failsafe_age = forcing.failsafe_age(self.server, version_num=self.version)
+        self.mxid_failsafe_age = forcing.failsafe_age(
+            self.server, multixact=True, version_num=self.version
+        )
 
     def settings(self, options: Mapping[str, str]) -> _Settings:
         """Resolved once per distinct set of reloptions."""
@@ -249,12 +261,25 @@ class _Builder:
         found = self.resolved.get(key)
         if found is None:
             cost, balanced = balance.own_cost(self.base, options)
+            aggressive, mxid_aggressive = work.aggressive_ages(self.server, options)
             found = self.resolved[key] = _Settings(
                 effective=th.effective(self.server, options, version_num=self.version),
                 cost=cost,
                 balanced=balanced,
-                aggressive_age=work.aggressive_ages(self.server, options)[0],
-                freeze_min_age=_age(options, self.server, "freeze_min_age", 50_000_000),
+                aggressive_age=aggressive,
+                # vacuum_get_cutoffs() (vacuum.c) caps each at half the forcing limit.
+                freeze_min_age=min(
+                    _age(options, self.server, "freeze_min_age", 50_000_000),
+                    forcing.setting(self.server, "autovacuum_freeze_max_age") / 2,
+                ),
+                mxid_aggressive_age=mxid_aggressive,
+                mxid_freeze_min_age=min(
+                    _age(options, self.server, "multixact_freeze_min_age", 5_000_000),
+                    forcing.member_freeze_threshold(
+                        forcing.setting(self.server, "autovacuum_multixact_freeze_max_age")
+                    )
+                    / 2,
+                ),
             )
         return found
 
@@ -270,6 +295,7 @@ class _Builder:
             label=f"{table.heap.qualified_name} (TOAST)" if is_toast else rel.qualified_name,
             is_toast=is_toast,
             order=rel.oid,
+            position=rel.catalog_position,
             enabled=eff.enabled and not in_recovery,
             vacuum_base=eff.vacuum_threshold,
             vacuum_scale=eff.vacuum_scale_factor,
@@ -284,12 +310,21 @@ class _Builder:
             inserted=float(rel.n_ins_since_vacuum or 0),
             inserts_per_second=insert_rate,
             xid_age=float(rel.frozenxid_age or 0),
-            xid_limit=float("inf") if in_recovery else eff.freeze.xid,
+            xid_limit=float("inf") if in_recovery else self._limit(eff, rel, "xid"),
             aggressive_age=resolved.aggressive_age,
             freeze_min_age=resolved.freeze_min_age,
             failsafe_age=self.failsafe_age,
             pages=pages,
             all_visible=float(min(rel.relallvisible, pages)),
+            all_frozen=float(min(rel.relallfrozen or 0, rel.relallvisible, pages)),
+            # Member space is not collected (PostgreSQL 13-18 expose no member count to SQL):
+            # the limit is the setting's, as forcing.member_freeze_threshold() gives it
+            # without members.
+            mxid_age=float(rel.minmxid_age or 0),
+            mxid_limit=float("inf") if in_recovery else self._limit(eff, rel, "mxid"),
+            mxid_aggressive_age=resolved.mxid_aggressive_age,
+            mxid_freeze_min_age=resolved.mxid_freeze_min_age,
+            mxid_failsafe_age=self.mxid_failsafe_age,
             index_pages=float((rel.index_bytes or 0) // block),
             n_indexes=rel.n_indexes,
             page_hit=cost.page_hit,
@@ -297,6 +332,24 @@ class _Builder:
             own_limit=None if resolved.balanced else float(cost.limit),
             own_delay_ms=None if resolved.balanced else cost.delay_ms,
         )
+
+    def _limit(self, eff: th.Effective, rel: Relation, kind: Literal["xid", "mxid"]) -> float:
+        """The age past which the relation is forced. With autovacuum off (or track_counts)
+        its own limit applies only once the postmaster sends emergency workers, when the
+        database's age passes the server's limit (forcing.emergency()): both ages grow with
+        the same ids, so that moment is the relation's age plus what the database lacks."""
+        own = eff.freeze.xid if kind == "xid" else eff.freeze.mxid
+        if eff.active or self.here is None:
+            return own
+        if kind == "xid":
+            server = forcing.setting(self.server, "autovacuum_freeze_max_age")
+            age, here = rel.frozenxid_age, self.here.frozenxid_age
+        else:
+            server = forcing.member_freeze_threshold(
+                forcing.setting(self.server, "autovacuum_multixact_freeze_max_age")
+            )
+            age, here = rel.minmxid_age, self.here.minmxid_age
+        return max(own, (age or 0) + server - here)
 
     def _rates(self, rel: Relation) -> tuple[float, float, float]:
         """Dead tuples, inserts and live tuples per second; 0 where unknown."""
@@ -323,16 +376,67 @@ def _launcher(
         xids = max(after.xids.next_xid - before.xids.next_xid, 0) / seconds
     databases = [d for d in after.databases if d.allow_connections]
     here = next((d for d in after.databases if d.name == after.server.database), None)
-    freeze_max = forcing.setting(server, "autovacuum_freeze_max_age")
+    mxids = _multixact_rate(before, after, seconds)
     return Launcher(
         naptime_s=_number(server, "autovacuum_naptime", 60.0),
         workers=balance.available_workers(server, version),
         databases=max(len(databases), 1),
-        in_danger=here is not None and here.frozenxid_age > freeze_max,
+        in_danger=forcing.emergency(here, server) is not None,
+        danger_in_s=_danger_in(here, server, xids, mxids),
         cost_limit=float(base.limit),
         cost_delay_ms=base.delay_ms,
         xids_per_second=xids,
+        mxids_per_second=mxids,
+        normal_advances=version >= 150000,
     )
+
+
+def _danger_in(
+    here: Database | None, server: Mapping[str, str], xids: float, mxids: float
+) -> float | None:
+    """Seconds until the database's datfrozenxid or datminmxid age passes the server's limit
+    (the launcher's do_start_worker() then favours it), at the measured rates; None if
+    neither rate brings it there. Its age is taken to stay the oldest relation's: a vacuum
+    that moves datfrozenxid back is not followed."""
+    if here is None:
+        return None
+    xid_limit = forcing.setting(server, "autovacuum_freeze_max_age")
+    mxid_limit = forcing.member_freeze_threshold(
+        forcing.setting(server, "autovacuum_multixact_freeze_max_age")
+    )
+    times = [
+        (limit - age) / rate
+        for limit, age, rate in (
+            (xid_limit, here.frozenxid_age, xids),
+            (mxid_limit, here.minmxid_age, mxids),
+        )
+        if rate > 0
+    ]
+    return max(min(times), 0.0) if times else None
+
+
+def _multixact_rate(before: Snapshot, after: Snapshot, seconds: float) -> float:
+    """Multixact ids used per second. The snapshot has no next multixact id, but every
+    relminmxid and datminmxid that no vacuum moved ages by exactly the ids used: the largest
+    growth of any of them is the rate (one that a vacuum moved grows less, or shrinks)."""
+    then: dict[tuple[str, str | int], int] = {
+        ("db", d.name): d.minmxid_age for d in before.databases
+    }
+    then |= {
+        ("rel", rel.oid): rel.minmxid_age
+        for t in before.tables
+        for rel in (t.heap, t.toast)
+        if rel is not None and rel.minmxid_age is not None
+    }
+    now: dict[tuple[str, str | int], int] = {("db", d.name): d.minmxid_age for d in after.databases}
+    now |= {
+        ("rel", rel.oid): rel.minmxid_age
+        for t in after.tables
+        for rel in (t.heap, t.toast)
+        if rel is not None and rel.minmxid_age is not None
+    }
+    growth = max((age - then[key] for key, age in now.items() if key in then), default=0)
+    return max(growth, 0) / seconds
 
 
 def _age(options: Mapping[str, str], server: Mapping[str, str], name: str, default: float) -> float:

@@ -24,9 +24,12 @@ What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
   holds what it found recently dead (``COUNTED_DURING``, see below) and the insert counter
   restarts (pgstat_report_vacuum()). ``reltuples`` follows the live-tuple rate, so thresholds
   move as a table grows.
-- **Wraparound**: a relation's xid age grows with the server's transaction rate; past its
-  freeze limit it is forced (``model.forcing``) even with autovacuum off. An aggressive vacuum
-  brings its age back to ``vacuum_freeze_min_age``; a normal one is taken to leave it.
+- **Wraparound**: a relation's xid age grows with the server's transaction rate, its
+  multixact age with the multixact rate; past either freeze limit it is forced
+  (``model.forcing``) even with autovacuum off, and past either failsafe age its vacuum runs
+  unthrottled. An aggressive vacuum
+  brings its age back to ``vacuum_freeze_min_age``. Since PostgreSQL 15 a normal one does too,
+  unless it skipped an all-visible page that was not all-frozen (:func:`skips_unfrozen`).
 
 Analyze-only visits, horizon holders and other databases' work are not simulated.
 """
@@ -67,7 +70,7 @@ class Subject:
 
     label: str
     is_toast: bool
-    order: int  # its place in pg_class: heaps by oid, then TOAST relations by oid
+    order: int  # its oid: the key of first_starts(), and the order where position is None
     enabled: bool  # the thresholds apply (autovacuum on and the relation's switch on)
     vacuum_base: float
     vacuum_scale: float
@@ -94,6 +97,19 @@ class Subject:
     page_dirty: float
     own_limit: float | None = None  # own cost settings: left out of the balance
     own_delay_ms: float | None = None
+    all_frozen: float = 0.0  # relallfrozen (18+); before 18 unknown, taken as none
+    # Multixacts, as the xids above: mxid_age(relminmxid), forced past Min(reloption,
+    # MultiXactMemberFreezeThreshold()), aggressive past Min(multixact_freeze_table_age,
+    # 0.95 × that), brought back to vacuum_multixact_freeze_min_age, failsafe past
+    # Max(vacuum_multixact_failsafe_age, 1.05 × autovacuum_multixact_freeze_max_age).
+    mxid_age: float = 0.0
+    mxid_limit: float = math.inf
+    mxid_aggressive_age: float = math.inf
+    mxid_freeze_min_age: float = 5_000_000.0
+    mxid_failsafe_age: float = math.inf
+    # Its pg_class row's place (Relation.catalog_position): a worker lists heaps, then TOAST
+    # relations, in the order its scan of pg_class meets them (do_autovacuum()), not by oid.
+    position: int | None = None
 
     @property
     def balanced(self) -> bool:
@@ -107,16 +123,33 @@ class Launcher:
     naptime_s: float
     workers: int
     databases: int = 1
-    in_danger: bool = False  # this database is past autovacuum_freeze_max_age
+    in_danger: bool = False  # this database is past autovacuum_freeze_max_age (or mxid's)
+    # Seconds until it is, at the measured rates (None: not within them). From then on the
+    # launcher's do_start_worker() picks it at every wake-up.
+    danger_in_s: float | None = None
     cost_limit: float = 200.0
     cost_delay_ms: float = 2.0
     xids_per_second: float = 0.0
+    mxids_per_second: float = 0.0
     first_launch_s: float | None = None  # None: half a launch interval in
+    normal_advances: bool = True  # 15+: a normal vacuum can advance relfrozenxid
 
     @property
     def launch_every_s(self) -> float:
-        spacing = max(self.naptime_s / max(self.databases, 1), MIN_SLEEP_S)
-        return spacing if self.in_danger else spacing * max(self.databases, 1)
+        """How often a worker comes to this database at the start of the window."""
+        return self.wake_s if self.in_danger else self.wake_s * max(self.databases, 1)
+
+    @property
+    def wake_s(self) -> float:
+        """How often the launcher wakes: naptime / databases, never under 100 ms."""
+        return max(self.naptime_s / max(self.databases, 1), MIN_SLEEP_S)
+
+    @property
+    def danger_at_s(self) -> float:
+        """When this database is past its freeze limit: 0 if it is now, inf if never."""
+        if self.in_danger:
+            return 0.0
+        return math.inf if self.danger_in_s is None else max(self.danger_in_s, 0.0)
 
 
 @dataclass(slots=True)
@@ -130,6 +163,10 @@ class Tally:
     peak_dead: float = 0.0
     waited: float = 0.0
     max_wait: float = 0.0
+    # Of ``waited``, the seconds during which every worker slot was busy: only those would a
+    # larger autovacuum_max_workers shorten. The rest it waited with a slot free, for the
+    # launcher's next worker or behind other relations in a worker's list.
+    waited_full: float = 0.0
 
     @property
     def mean_interval(self) -> float | None:
@@ -240,6 +277,10 @@ class _Thresholds(Protocol):
     def inserted(self) -> float: ...
     @property
     def xid_age(self) -> float: ...
+    @property
+    def mxid_age(self) -> float: ...
+    @property
+    def mxid_limit(self) -> float: ...
 
 
 class _Rel:
@@ -251,13 +292,15 @@ class _Rel:
     __slots__ = (
         "aggressive_age", "balanced", "base_pages", "changes", "changes_per_second", "dead",
         "dead_per_second", "delay_ms", "due_at", "durations", "enabled", "failsafe_age",
-        "forced", "freeze_min_age", "index", "index_pages", "indexed", "insert_base",
-        "insert_scale", "inserted", "inserts_per_second", "last_end", "listed",
-        "live_per_second", "max_wait", "next_bucket", "next_due", "next_seq", "own_limit",
-        "page_dirty", "page_hit", "peak_dead", "reltuples", "reltuples_then", "running",
-        "since", "starts", "unfrozen", "v_at", "v_cost", "v_done", "v_forced", "v_nosleep",
-        "v_speed", "v_start", "v_version", "v_work", "v_worker", "vacuum_base", "vacuum_cap",
-        "vacuum_scale", "vacuums", "visible", "waited", "xid_age", "xid_limit",
+        "forced", "freeze_min_age", "frozen", "index", "index_pages", "indexed",
+        "insert_base", "insert_scale", "inserted", "inserts_per_second", "last_end",
+        "listed", "live_per_second", "max_wait", "mxid_age", "mxid_aggressive_age",
+        "mxid_failsafe_age", "mxid_freeze_min_age", "mxid_limit", "next_bucket", "next_due",
+        "next_seq", "own_limit", "page_dirty", "page_hit", "peak_dead", "reltuples",
+        "reltuples_then", "running", "since", "starts", "unfrozen", "v_advances", "v_at",
+        "v_cost", "v_done", "v_forced", "v_nosleep", "v_speed", "v_start", "v_version",
+        "v_work", "v_worker", "vacuum_base", "vacuum_cap", "vacuum_scale", "vacuums",
+        "visible", "waited", "waited_full", "xid_age", "xid_limit",
     )  # fmt: skip
 
     def __init__(self, index: int, s: Subject, launcher: Launcher) -> None:
@@ -274,6 +317,10 @@ class _Rel:
         self.changes_per_second = s.dead_per_second + s.inserts_per_second
         self.live_per_second = s.live_per_second
         self.xid_limit = s.xid_limit
+        self.mxid_limit = s.mxid_limit
+        self.mxid_aggressive_age = s.mxid_aggressive_age
+        self.mxid_freeze_min_age = s.mxid_freeze_min_age
+        self.mxid_failsafe_age = s.mxid_failsafe_age
         self.aggressive_age = s.aggressive_age
         self.freeze_min_age = s.freeze_min_age
         self.failsafe_age = s.failsafe_age
@@ -289,8 +336,10 @@ class _Rel:
         self.dead = s.dead
         self.inserted = s.inserted
         self.xid_age = s.xid_age
+        self.mxid_age = s.mxid_age
         self.reltuples = s.reltuples
         self.visible = s.all_visible  # all-visible pages when ``changes`` started counting
+        self.frozen = min(s.all_frozen, s.all_visible)  # of those, all-frozen
         self.changes = 0.0  # dead tuples and inserts since then
         self.since = 0.0
         self.due_at: float | None = None  # when it passed a threshold; None while it needs none
@@ -306,15 +355,15 @@ class _Rel:
         # turns into sleep, the share done as of ``v_at`` and the share done per second.
         self.v_worker: _Worker | None = None
         self.v_start = self.v_work = self.v_cost = self.v_done = self.v_at = self.v_speed = 0.0
-        self.v_forced = self.v_nosleep = False
+        self.v_forced = self.v_nosleep = self.v_advances = False
         self.v_version = 0  # the sequence number of the end event in force (0: none)
         self.vacuums = self.forced = 0
         self.starts: list[float] = []
         self.durations: list[float] = []
         self.peak_dead = s.dead
-        self.waited = self.max_wait = 0.0
+        self.waited = self.max_wait = self.waited_full = 0.0
 
-    def advance(self, at: float, xids_per_second: float) -> None:
+    def advance(self, at: float, xids_per_second: float, mxids_per_second: float) -> None:
         """Bring the counters forward to ``at``."""
         elapsed = at - self.since
         if elapsed <= 0:
@@ -323,6 +372,7 @@ class _Rel:
         self.inserted += self.inserts_per_second * elapsed
         self.changes += self.changes_per_second * elapsed
         self.xid_age += xids_per_second * elapsed
+        self.mxid_age += mxids_per_second * elapsed
         if self.live_per_second:
             reltuples = self.reltuples + self.live_per_second * elapsed
             self.reltuples = 0.0 if reltuples < 0.0 else reltuples
@@ -340,11 +390,17 @@ class _Rel:
     def tally(self) -> Tally:
         return Tally(
             self.vacuums, self.forced, self.starts, self.durations, self.peak_dead, self.waited,
-            self.max_wait,
+            self.max_wait, self.waited_full,
         )  # fmt: skip
 
 
 _INDEX = attrgetter("index")
+
+
+def _listed_order(s: Subject) -> tuple[bool, int, int]:
+    """Heaps before TOAST relations, each in pg_class's physical order (by oid for
+    subjects without a position)."""
+    return s.is_toast, s.order if s.position is None else s.position, s.order
 
 
 class _Worker:
@@ -371,7 +427,7 @@ class Simulator:
     relation on its list."""
 
     def __init__(self, subjects: list[Subject], launcher: Launcher, seconds: float) -> None:
-        self.subjects = sorted(subjects, key=attrgetter("is_toast", "order"))
+        self.subjects = sorted(subjects, key=_listed_order)
         self.launcher = launcher
         self.end = seconds
 
@@ -397,6 +453,9 @@ class Simulator:
         xps, every, cost_limit = (
             launcher.xids_per_second, launcher.launch_every_s, launcher.cost_limit
         )  # fmt: skip
+        advances = launcher.normal_advances
+        wake, danger_at = launcher.wake_s, launcher.danger_at_s
+        mxps = launcher.mxids_per_second
         solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
         # (at, seq, the relation whose vacuum ends or None for a launch). An end is in force
         # while its seq is the relation's v_version: a seq is never reused, so an end that was
@@ -410,6 +469,9 @@ class Simulator:
         current = 0  # the sequence number of the event being handled
         due: list[_Rel] = []  # the relations that need a vacuum, in pg_class order
         free = list(range(launcher.workers - 1, -1, -1))
+        # When every slot is busy, as steps: from full_at[i] on, full_sum[i] seconds with every
+        # slot busy so far, and still full if full_now[i] (see busy_until()).
+        full_at, full_sum, full_now = [0.0], [0.0], [False]
         running: list[_Rel] = []  # by start: the order in which a rebalance moves their ends
         spans = Spans()
         span_workers, span_subjects, span_starts, span_ends, span_forced = (
@@ -418,6 +480,20 @@ class Simulator:
         sharing = launches = 0  # running vacuums that share the cost limit; workers started
         pending_launch = False
         unvacuumed = len(rels)  # relations in the loop without a finished vacuum yet
+
+        def slots_changed(at: float) -> None:
+            """A slot was taken or given back: note when the pool turns full or not."""
+            full = not free
+            if full != full_now[-1]:
+                before = full_sum[-1] + (at - full_at[-1] if full_now[-1] else 0.0)
+                full_at.append(at)
+                full_sum.append(before)
+                full_now.append(full)
+
+        def busy_until(at: float) -> float:
+            """Seconds from the start of the window to ``at`` with every slot busy."""
+            i = bisect.bisect_right(full_at, at) - 1
+            return full_sum[i] + (at - full_at[i] if full_now[i] else 0.0)
 
         def mark_due(r: _Rel) -> None:
             """It passed a threshold at ``next_due``: the launcher lists it from now on."""
@@ -463,9 +539,14 @@ class Simulator:
             due = kept
             todo = [r for r in kept if not r.running]
             if todo:  # else the worker finds nothing to do and exits at once
-                next_table(_Worker(free.pop(), todo), at)
+                worker = _Worker(free.pop(), todo)
+                slots_changed(at)
+                next_table(worker, at)
             seq += 1
-            push(events, (at + every, seq, None))
+            # In danger (past its freeze limit by now), this database gets a worker at every
+            # wake-up of the launcher; until then once per round of the databases. The
+            # buckets keep the width of the first interval: they only index the crossings.
+            push(events, (at + (wake if at >= danger_at else every), seq, None))
 
         def next_table(worker: _Worker, at: float) -> None:
             nonlocal pending_launch
@@ -486,6 +567,7 @@ class Simulator:
                 start_vacuum(worker, r, at)
                 return
             free.append(worker.slot)
+            slots_changed(at)
             if pending_launch:
                 pending_launch = False
                 launch(at)
@@ -498,6 +580,7 @@ class Simulator:
                 r.inserted += r.inserts_per_second * elapsed
                 r.changes += r.changes_per_second * elapsed
                 r.xid_age += xps * elapsed
+                r.mxid_age += mxps * elapsed
                 if r.live_per_second:
                     reltuples = r.reltuples + r.live_per_second * elapsed
                     r.reltuples = 0.0 if reltuples < 0.0 else reltuples
@@ -507,11 +590,26 @@ class Simulator:
             r.waited += wait
             if wait > r.max_wait:
                 r.max_wait = wait
-            xid_age = r.xid_age
-            r.v_forced = xid_age > r.xid_limit
-            r.v_nosleep = nosleep = xid_age >= r.failsafe_age or not r.delay_ms > 0
-            r.v_work, r.v_cost = work, cost = _vacuum_cost(
-                r, at, aggressive=xid_age >= r.aggressive_age
+            if wait > 0 and len(full_at) > 1:  # else no slot has been busy yet
+                r.waited_full += busy_until(at) - busy_until(r.due_at)
+            xid_age, mxid_age = r.xid_age, r.mxid_age
+            r.v_forced = xid_age > r.xid_limit or mxid_age > r.mxid_limit
+            # lazy_check_wraparound_failsafe(): either counter strictly past its failsafe age
+            # (TransactionIdPrecedes() in vacuum_xid_failsafe_check(), vacuum.c).
+            r.v_nosleep = nosleep = (
+                xid_age > r.failsafe_age or mxid_age > r.mxid_failsafe_age or not r.delay_ms > 0
+            )
+            aggressive = xid_age >= r.aggressive_age or mxid_age >= r.mxid_aggressive_age
+            r.v_work, r.v_cost = work, cost = _vacuum_cost(r, at, aggressive=aggressive)
+            # heap_vacuum_rel() (vacuumlazy.c): an aggressive vacuum always sets a new
+            # relfrozenxid; since 15 a normal one does unless it skipped an all-visible page
+            # that was not all-frozen (vacrel->skippedallvis).
+            # Only asked where an advance would move an age (most relations of a fleet are
+            # younger than the freeze min ages): skips_unfrozen() is most of a start's time.
+            r.v_advances = aggressive or (
+                advances
+                and (xid_age > r.freeze_min_age or mxid_age > r.mxid_freeze_min_age)
+                and not skips_unfrozen(r)
             )
             r.v_start = r.v_at = at
             r.v_done = r.v_speed = 0.0
@@ -569,6 +667,7 @@ class Simulator:
                 r.inserted += r.inserts_per_second * elapsed
                 r.changes += r.changes_per_second * elapsed
                 r.xid_age += xps * elapsed
+                r.mxid_age += mxps * elapsed
                 if r.live_per_second:
                     reltuples = r.reltuples + r.live_per_second * elapsed
                     r.reltuples = 0.0 if reltuples < 0.0 else reltuples
@@ -591,14 +690,26 @@ class Simulator:
             r.dead = COUNTED_DURING * r.dead_per_second * (at - start)
             r.inserted = 0.0
             # Vacuum sets every page it leaves clean all-visible; what changed meanwhile is not.
-            r.visible = r.pages()
+            # It is taken to freeze no page that was not all-frozen already: it freezes only
+            # tuples older than vacuum_freeze_min_age (heap_prepare_freeze_tuple() in
+            # heapam.c), and from 16 whole pages opportunistically, which is not modelled.
+            pages = r.pages()
+            if r.frozen > 0.0:
+                r.frozen = min(r.frozen * math.exp(-r.changes / pages), pages)
+            r.visible = pages
             r.changes = r.changes_per_second * (at - start)
-            if r.xid_age >= r.aggressive_age and r.freeze_min_age < r.xid_age:
-                r.xid_age = r.freeze_min_age
+            # The new relfrozenxid is the oldest xid left unfrozen, no older than the freeze
+            # cutoff: its age is taken as vacuum_freeze_min_age, the most it can be (a table
+            # whose rows are all younger gets a younger one).
+            if r.v_advances:  # relminmxid advances with relfrozenxid (NewRelminMxid)
+                if r.freeze_min_age < r.xid_age:
+                    r.xid_age = r.freeze_min_age
+                if r.mxid_freeze_min_age < r.mxid_age:
+                    r.mxid_age = r.mxid_freeze_min_age
             r.running = False
             r.due_at = None
             r.last_end = at
-            when = _crossing(r, r.since, xps)
+            when = _crossing(r, r.since, xps, mxps)
             if when <= end:
                 seq += 1
                 r.next_due = when = when if when > at else at
@@ -634,10 +745,10 @@ class Simulator:
         """The relations that pass a threshold within the window, each noted in the bucket of
         the moment it does (their sequence numbers follow pg_class order)."""
         launcher, end = self.launcher, self.end
-        xps = launcher.xids_per_second
+        xps, mxps = launcher.xids_per_second, launcher.mxids_per_second
         rels = []
         for index, s in enumerate(self.subjects):
-            when = _crossing(s, 0.0, xps)
+            when = _crossing(s, 0.0, xps, mxps)
             if when <= end:
                 r = _Rel(index, s, launcher)
                 rels.append(r)
@@ -650,10 +761,10 @@ class Simulator:
     def _tallies(self, rels: list[_Rel]) -> dict[int, Tally]:
         """The tallies of the relations in the loop, their dead tuples brought forward to the
         end of the window."""
-        end, xps = self.end, self.launcher.xids_per_second
+        end, xps, mxps = self.end, self.launcher.xids_per_second, self.launcher.mxids_per_second
         tallies = {}
         for r in rels:
-            r.advance(end, xps)
+            r.advance(end, xps, mxps)
             r.peak_dead = max(r.peak_dead, r.dead)
             tallies[r.index] = r.tally()
         return tallies
@@ -675,16 +786,22 @@ def vacuum_threshold(subject: Subject, reltuples: float) -> float:
     return threshold if subject.vacuum_cap is None else min(threshold, subject.vacuum_cap)
 
 
-def _crossing(r: _Thresholds, since: float, xids_per_second: float) -> float:
+def _crossing(
+    r: _Thresholds, since: float, xids_per_second: float, mxids_per_second: float
+) -> float:
     """The moment a relation next needs a vacuum (relation_needs_vacanalyze()), from its
     counters as of ``since``: past its vacuum or insert threshold while they apply, or past its
     freeze limit; inf if never. Written out: it runs once per simulated vacuum."""
-    xid_age = r.xid_age
-    if xid_age > r.xid_limit:
+    xid_age, mxid_age = r.xid_age, r.mxid_age
+    if xid_age > r.xid_limit or mxid_age > r.mxid_limit:
         return since
     when = math.inf
     if xids_per_second > 0:
         when = since + (r.xid_limit - xid_age) / xids_per_second
+    if mxids_per_second > 0:
+        at = since + (r.mxid_limit - mxid_age) / mxids_per_second
+        if at < when:
+            when = at
     if r.enabled:
         threshold = r.vacuum_base + r.vacuum_scale * r.reltuples
         if r.vacuum_cap is not None and r.vacuum_cap < threshold:
@@ -706,6 +823,35 @@ def _crossing(r: _Thresholds, since: float, xids_per_second: float) -> float:
                 if at < when:
                     when = at
     return when
+
+
+#: heap_vac_scan_next_block() (vacuumlazy.c) skips only runs of at least this many all-visible
+#: pages, and never the last page.
+SKIP_PAGES_THRESHOLD: Final = 32
+
+
+def skips_unfrozen(r: _Rel) -> bool:
+    """Whether a normal vacuum starting now is expected to skip an all-visible page that is
+    not all-frozen, which keeps relfrozenxid where it was (vacrel->skippedallvis).
+
+    The pages still all-visible are those it left so, thinned by the changes since, taken as
+    spread at random (as in :func:`_vacuum_cost`); of those, the all-frozen ones likewise. With
+    a share p of pages all-visible, runs of SKIP_PAGES_THRESHOLD or more start at the first
+    page with chance p^L and after each page that is not all-visible with chance (1 − p)·p^L;
+    a run holds an unfrozen page unless its first L pages are all frozen, (f / p)^L. It is
+    taken to skip one when at least half a run is expected. PostgreSQL 18's eager scanning
+    of some all-visible pages is left out: it can only make advancing more likely."""
+    pages = r.pages()
+    eligible = pages - 1.0  # the last page is always read
+    if eligible < SKIP_PAGES_THRESHOLD:
+        return False
+    thinning = math.exp(-r.changes / pages)
+    p = min(r.visible * thinning / pages, 1.0)
+    if p <= 0.0:
+        return False
+    f = min(r.frozen * thinning / pages, p)
+    runs = p**SKIP_PAGES_THRESHOLD * (1.0 + (eligible - SKIP_PAGES_THRESHOLD) * (1.0 - p))
+    return runs * (1.0 - (f / p) ** SKIP_PAGES_THRESHOLD) >= 0.5
 
 
 def clean_share(age_s: float) -> float:

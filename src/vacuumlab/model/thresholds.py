@@ -10,9 +10,10 @@
   (never for TOAST relations);
 - ``reltuples < 0`` (never vacuumed or analysed) counts as 0;
 - past its freeze limits (model/forcing.py) a relation is vacuumed whatever its thresholds and
-  its ``autovacuum_enabled``; with ``autovacuum`` or ``track_counts`` off
-  (AutoVacuumingActive() false) only such forced vacuums run, and no analyze; a server in
-  recovery runs no autovacuum at all.
+  its ``autovacuum_enabled``, and then also analysed when past its analyze threshold: the
+  switch only returns early when the relation is not forced (13 to 18 alike); with
+  ``autovacuum`` or ``track_counts`` off (AutoVacuumingActive() false) only such forced
+  vacuums run, and no analyze; a server in recovery runs no autovacuum at all.
 
 Per-table reloptions override the server's settings. A TOAST relation uses its own
 reloptions (``toast.*``) when it has any, and its table's only when it has none
@@ -101,8 +102,16 @@ class Thresholds:
 
     @property
     def needs_analyze(self) -> bool:
-        """doanalyze: only while the thresholds apply, never for TOAST relations."""
-        if self.in_recovery or not self.effective.enabled or self.analyze is None:
+        """doanalyze: past the analyze threshold while autovacuum is active server-wide, and
+        the relation's switch is on or it is forced (relation_needs_vacanalyze() returns early
+        only for ``!av_enabled && !force_vacuum``); never for TOAST relations nor pg_statistic
+        (ANALYZE refuses it)."""
+        if self.in_recovery or not self.effective.active or self.analyze is None:
+            return False
+        if not self.effective.table_enabled and self.forced is None:
+            return False
+        rel = self.relation
+        if rel.schema_name == "pg_catalog" and rel.name == "pg_statistic":
             return False
         return self.modified > self.analyze
 

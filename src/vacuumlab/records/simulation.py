@@ -31,6 +31,11 @@ class RelationForecast(Record):
     peak_dead: int = Field(description="n_dead_tup at its highest, just before a vacuum ends")
     waited_s: float = Field(description="past its threshold with no worker on it, in total")
     max_wait_s: float
+    waited_full_s: float = Field(
+        default=0.0,
+        description="of waited_s, the seconds every worker slot was busy; the rest it waited "
+        "with a slot free, for the launcher's next worker or behind other relations",
+    )
 
 
 class WorkerSpan(NamedTuple):

@@ -124,6 +124,11 @@ class Relation(Record):
     toast_bytes: int | None = Field(description="TOAST table with its index; heaps only")
     n_indexes: int
     reloptions: dict[str, str]
+    catalog_position: int | None = Field(
+        default=None,
+        description="its pg_class row's ctid as block × 65536 + line: the order in which an "
+        "autovacuum worker's scan of pg_class lists it; None in snapshots saved before",
+    )
     frozenxid_age: int | None
     minmxid_age: int | None
 
@@ -305,6 +310,17 @@ class VacuumProgress(Record):
         return None
 
 
+class AutovacuumWorker(Record):
+    """An autovacuum worker alive now (``pg_stat_activity``), in any database: vacuuming,
+    analyzing or between two relations, it holds a worker slot."""
+
+    pid: int
+    database: str | None
+    backend_start: datetime = Field(description="its launch")
+    relid: int | None = Field(description="the relation it vacuums or analyzes now")
+    doing: Literal["vacuum", "analyze"] | None = Field(description="None between relations")
+
+
 class ExactBloat(Record):
     """``pgstattuple_approx`` for one relation, measured by ``--exact`` (pgstattuple 1.3+).
 
@@ -353,6 +369,11 @@ class Snapshot(Record):
     slots: list[ReplicationSlot] = []
     prepared: list[PreparedXact] = []
     vacuums: list[VacuumProgress] = []
+    workers: list[AutovacuumWorker] | None = Field(
+        default=None,
+        description="every autovacuum worker alive, ANALYZE included; None in snapshots "
+        "saved before it was collected, or when pg_stat_activity could not be read",
+    )
     exact: list[ExactBloat] = Field(
         default=[], description="only when collected with --exact: the probe reads tables"
     )

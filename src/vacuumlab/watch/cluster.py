@@ -26,7 +26,7 @@ MOMENTARY_S: Final = 1.0
 def sharing(snapshot: Snapshot) -> int:
     """Running autovacuums that split the cost limit (av_nworkersForBalance): all but those
     on relations with cost settings of their own."""
-    if not snapshot.vacuums:
+    if not balance.busy_workers(snapshot.workers, snapshot.vacuums):
         return 0  # nothing running: no need to read every relation's options
     own = {
         rel.oid
@@ -34,7 +34,7 @@ def sharing(snapshot: Snapshot) -> int:
         for rel in (table.heap, table.toast)
         if rel is not None and balance.has_own_cost(th.options_of(table, rel))
     }
-    return balance.balanced_workers(snapshot.vacuums, own)
+    return balance.balanced_workers(snapshot.vacuums, own, snapshot.workers)
 
 
 def workers(snapshot: Snapshot, server: Mapping[str, str], shared: int) -> Workers:
@@ -44,7 +44,7 @@ def workers(snapshot: Snapshot, server: Mapping[str, str], shared: int) -> Worke
     except VacuumlabError:
         base = None  # the snapshot lacks the cost settings
     return Workers(
-        busy=sum(1 for v in snapshot.vacuums if v.is_autovacuum),
+        busy=balance.busy_workers(snapshot.workers, snapshot.vacuums),
         available=balance.available_workers(server, snapshot.server.version_num),
         sharing=shared,
         cost_limit=base.limit if base else None,

@@ -23,6 +23,9 @@
 -- queries/fragments/sizes.sql sizes each relation and its indexes in LATERAL subqueries, by
 -- pg_relation_size() or, for a role allowed to call pg_stat_file(), by the size of the
 -- relation's file read without opening it (collect/snapshot.py fills them in).
+-- catalog_position is the place of the relation's pg_class row (block × 65536 + line): a
+-- worker lists the relations to vacuum in the order its scan of pg_class meets them
+-- (do_autovacuum() in autovacuum.c), which is this one, not the oids'.
 WITH locked AS (
     -- Sizing a relation takes ACCESS SHARE; skip those held in ACCESS EXCLUSIVE rather than wait.
     SELECT DISTINCT relation AS oid
@@ -32,7 +35,7 @@ WITH locked AS (
 ), heaps AS (
     SELECT c.oid, c.relname, c.relnamespace, c.relkind, c.reltuples, c.relpages,
            c.relallvisible, c.reloptions, c.relfrozenxid, c.relminmxid,
-           c.reltablespace, c.relfilenode, c.reltoastrelid
+           c.reltablespace, c.relfilenode, c.reltoastrelid, c.ctid AS catalog_tid
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
@@ -45,13 +48,13 @@ WITH locked AS (
     -- rows: the TOAST relations (the first branch) come first.
     SELECT t.oid, t.relname, t.relnamespace, t.relkind, t.reltuples, t.relpages,
            t.relallvisible, t.reloptions, t.relfrozenxid, t.relminmxid,
-           t.reltablespace, t.relfilenode, h.oid AS toast_of
+           t.reltablespace, t.relfilenode, h.oid AS toast_of, t.ctid AS catalog_tid
       FROM heaps h
       JOIN pg_class t ON t.oid = h.reltoastrelid
     UNION ALL
     SELECT oid, relname, relnamespace, relkind, reltuples, relpages,
            relallvisible, reloptions, relfrozenxid, relminmxid,
-           reltablespace, relfilenode, NULL::oid
+           reltablespace, relfilenode, NULL::oid, catalog_tid
       FROM heaps
 )
 -- No ORDER BY: collect/snapshot.py sorts the tables.
@@ -84,6 +87,8 @@ SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relk
        CASE WHEN NOT coalesce(ix.any_locked, false) THEN coalesce(ix.bytes, 0) END AS index_bytes,
        NULL::bigint AS toast_bytes, ix.n AS n_indexes,
        c.reloptions,
+       ((c.catalog_tid::text::point)[0] * 65536 + (c.catalog_tid::text::point)[1])::bigint
+           AS catalog_position,
        age(c.relfrozenxid) AS frozenxid_age, mxid_age(c.relminmxid) AS minmxid_age
   FROM listed c
   JOIN pg_namespace n ON n.oid = c.relnamespace
