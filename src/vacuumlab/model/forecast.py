@@ -28,7 +28,8 @@ ASSUMPTIONS = (
     "rates stay as measured between the two snapshots",
     "nothing holds the xmin horizon back: each vacuum removes the dead tuples it finds",
     "pages are in shared buffers; a vacuum reads and dirties each heap page that is not "
-    "all-visible, and changes reach pages at random",
+    "all-visible, and runs of fewer than 32 all-visible pages; inserts fill new pages at the "
+    "end, updates and deletes reach pages at random unless the table is append-mostly",
     "other databases' workers take no time; analyze-only visits are not simulated",
     "a normal vacuum leaves relfrozenxid where it was; an aggressive one brings its age back "
     "to vacuum_freeze_min_age",
@@ -252,6 +253,11 @@ class _Builder:
             failsafe_age=self.failsafe_age,
             pages=pages,
             all_visible=float(min(rel.relallvisible, pages)),
+            counted_pages=float(rel.relpages),
+            touched=work.page_changes(rel).touched,
+            tuples_per_page=rel.reltuples / rel.relpages
+            if rel.relpages and rel.reltuples > 0
+            else 1.0,
             index_pages=float((rel.index_bytes or 0) // block),
             n_indexes=rel.n_indexes,
             page_hit=cost.page_hit,
