@@ -28,8 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from vacuumlab.model import forcing
 from vacuumlab.records.snapshot import PagesScanned, Relation
@@ -62,8 +61,16 @@ class VacuumWork:
     index_passes: int
     index_reason: str
     failsafe: bool
-    heap_exact: bool = False  # heap_pages counted from pg_visibility_map(), not estimated
-    heap_how: str = ""  # how heap_pages was found, said with the advice
+    heap: HeapScan | None = None  # how heap_pages was found
+
+    @property
+    def heap_exact(self) -> bool:
+        """heap_pages was counted from pg_visibility_map(), not estimated."""
+        return self.heap is not None and self.heap.exact
+
+    @property
+    def heap_how(self) -> str:
+        return "" if self.heap is None else self.heap.how
 
     @property
     def pages_visited(self) -> int:
@@ -97,9 +104,10 @@ def in_failsafe(rel: Relation, server: Mapping[str, str], version_num: int) -> b
 Spread = Literal["random", "at the end"]
 
 
-@dataclass(frozen=True, slots=True)
-class PageChanges:
-    """Rows changed since ``pg_class.relallvisible`` was counted, as the statistics tell."""
+class PageChanges(NamedTuple):
+    """Rows changed since ``pg_class.relallvisible`` was counted, as the statistics tell (a
+    named tuple: built for every relation of every advice, where a frozen dataclass costs
+    several times more)."""
 
     touched: float  # updated or deleted: each cleared the visibility-map bits of its page
     inserted: float
@@ -134,24 +142,29 @@ def page_changes(rel: Relation) -> PageChanges:
     (a floor: pruning removed some since). Since an analyze, which also overwrote
     ``n_dead_tup``: ``n_mod_since_analyze`` split by the table's lifetime share of inserts,
     the inserts no more than ``n_ins_since_vacuum``."""
-    vacuumed = _latest(rel.last_vacuum, rel.last_autovacuum)
-    analyzed = _latest(rel.last_analyze, rel.last_autoanalyze)
-    if analyzed is None or (vacuumed is not None and vacuumed >= analyzed):
-        return PageChanges(
-            touched=float(max(rel.n_dead_tup or 0, 0)),
-            inserted=float(max(rel.n_ins_since_vacuum or 0, 0)),
-            since="the last vacuum",
-        )
+    analyzed, auto = rel.last_analyze, rel.last_autoanalyze
+    if auto is not None and (analyzed is None or auto > analyzed):
+        analyzed = auto
+    if analyzed is not None:
+        vacuumed, auto = rel.last_vacuum, rel.last_autovacuum
+        if auto is not None and (vacuumed is None or auto > vacuumed):
+            vacuumed = auto
+        if vacuumed is None or analyzed > vacuumed:
+            return _since_analyze(rel)
+    dead, inserted = rel.n_dead_tup or 0, rel.n_ins_since_vacuum or 0
+    return PageChanges(
+        float(dead) if dead > 0 else 0.0,
+        float(inserted) if inserted > 0 else 0.0,
+        "the last vacuum",
+    )
+
+
+def _since_analyze(rel: Relation) -> PageChanges:
     modified = float(max(rel.n_mod_since_analyze or 0, 0))
     ins, upd, dele = rel.n_tup_ins or 0, rel.n_tup_upd or 0, rel.n_tup_del or 0
     share = ins / (ins + upd + dele) if ins + upd + dele > 0 else 0.0
     inserted = min(modified * share, float(max(rel.n_ins_since_vacuum or 0, 0)))
-    return PageChanges(touched=modified - inserted, inserted=inserted, since="the last analyze")
-
-
-def _latest(*moments: datetime | None) -> datetime | None:
-    known = [m for m in moments if m is not None]
-    return max(known) if known else None
+    return PageChanges(modified - inserted, inserted, "the last analyze")
 
 
 def pages_read(
@@ -173,15 +186,24 @@ def pages_read(
     Spread at random, each older page stays skippable with the chance ``q`` = its share
     then × e^(−rows reaching them / counted), and the runs follow: see ``_read_among()``.
     At the end, the skippable pages form one run before the changed ones."""
-    old = min(counted, pages)
+    # Written with comparisons, not min() and max(): the simulator calls it once a vacuum.
+    old = counted if counted < pages else pages
     if old < 1.0:
         return pages
     new = pages - old
     per_page = tuples_per_page if tuples_per_page > 1.0 else 1.0
-    hits = touched + max(inserted - new * per_page, 0.0)
-    share = min(max(skippable, 0.0) / old, 1.0)
+    overflow = inserted - new * per_page  # inserts the new pages could not hold
+    hits = touched + overflow if overflow > 0.0 else touched
+    share = skippable / old if skippable > 0.0 else 0.0
+    if share > 1.0:
+        share = 1.0
     if spread == "at the end":
-        run = min(share * old, old - hits / per_page, pages - 1.0)  # the last page is read
+        run = share * old
+        rest = old - hits / per_page
+        if rest < run:
+            run = rest
+        if pages - 1.0 < run:
+            run = pages - 1.0  # the last page is read
         return pages - run if run >= SKIP_PAGES_THRESHOLD else pages
     q = share * math.exp(-hits / old)
     if new >= 1.0:  # the new pages end the older ones' last run and hold the last page
@@ -244,14 +266,27 @@ def _share_skippable(pages: float, read: float) -> float:
     return (low + high) / 2.0
 
 
-@dataclass(frozen=True, slots=True)
-class HeapScan:
-    """The heap pages the next vacuum reads, and how they were found."""
+class HeapScan(NamedTuple):
+    """The heap pages the next vacuum reads, and how they were found: counted from the
+    visibility map (``exact``), or estimated from ``changes``; ``later`` rows updated or
+    deleted before the vacuum comes, ``eager`` pages read by 18's eager scan."""
 
     pages: int
-    exact: bool  # counted from pg_visibility_map(), not estimated
-    how: str  # said with the advice
-    eager: int = 0  # of ``pages``, read by 18's eager scan
+    exact: bool
+    changes: PageChanges
+    later: float = 0.0
+    eager: int = 0
+
+    @property
+    def how(self) -> str:
+        """Said with the advice (built only when asked: the status rows never are)."""
+        if self.exact:
+            how = "counted from the visibility map (pg_visibility_map)"
+            if self.later > 0.0:
+                how += f", and {self.later:,.0f} rows more updated or deleted by then"
+        else:
+            how = "estimated: " + self.changes.phrase()
+        return how + (f"; {self.eager:,} read by the eager scan" if self.eager >= 1 else "")
 
 
 def heap_scan(
@@ -266,43 +301,42 @@ def heap_scan(
     """The heap pages the next vacuum of ``rel`` reads, when it finds ``dead`` dead tuples
     (None: as many as now): from the visibility map where ``scanned`` holds it, else
     estimated (see page_changes() and pages_read()). ``eager``: 18's eager scan is on for
-    it (eager_scan())."""
-    now = page_changes(rel)
-    later = max((dead or 0.0) - (rel.n_dead_tup or 0), 0.0)  # updated or deleted by then
-    changes = PageChanges(now.touched + later, now.inserted, now.since)
-    per_page = rel.reltuples / rel.relpages if rel.relpages > 0 and rel.reltuples > 0 else 1.0
+    it (Limits.eager())."""
+    changes = page_changes(rel)
+    later = (dead or 0.0) - (rel.n_dead_tup or 0)  # rows updated or deleted by then
+    if later > 0.0:
+        changes = PageChanges(changes.touched + later, changes.inserted, changes.since)
+    else:
+        later = 0.0
+    touched, inserted = changes.touched, changes.inserted
+    spread = spread_of(touched, inserted)
+    relpages, reltuples = rel.relpages, rel.reltuples
+    per_page = reltuples / relpages if relpages > 0 and reltuples > 0 else 1.0
     if scanned is not None and scanned.pages > 0:
         read = float(scanned.aggressive if is_aggressive else scanned.normal)
         if later > 0.0:
-            read = _later(scanned.pages, read, later, per_page, changes.spread)
-        read += max(pages - scanned.pages, 0)  # pages added since the map was read
+            read = _later(scanned.pages, read, later, per_page, spread)
+        if pages > scanned.pages:
+            read += pages - scanned.pages  # pages added since the map was read
         visible, frozen = scanned.all_visible, scanned.all_frozen
-        how = "counted from the visibility map (pg_visibility_map)"
-        if later > 0.0:
-            how += f", and {later:,.0f} rows more updated or deleted by then"
     else:
-        skippable = (rel.relallfrozen or 0) if is_aggressive else rel.relallvisible
+        visible, frozen = rel.relallvisible, rel.relallfrozen or 0
         read = pages_read(
             float(pages),
-            counted=float(rel.relpages),
-            skippable=float(skippable),
-            touched=changes.touched,
-            inserted=changes.inserted,
+            counted=float(relpages),
+            skippable=float(frozen if is_aggressive else visible),
+            touched=touched,
+            inserted=inserted,
             tuples_per_page=per_page,
-            spread=changes.spread,
+            spread=spread,
         )
-        visible, frozen = rel.relallvisible, rel.relallfrozen or 0
-        how = "estimated: " + changes.phrase()
-    read = min(max(read, 0.0), float(pages))
-    extra = _eager_pages(pages - read, visible, frozen) if eager and not is_aggressive else 0.0
-    if extra >= 1.0:
-        how += f"; {extra:,.0f} read by the eager scan"
-    return HeapScan(
-        pages=min(round(read + extra), pages),
-        exact=scanned is not None,
-        how=how,
-        eager=round(extra),
-    )
+    if read > pages:
+        read = float(pages)
+    extra = 0.0
+    if eager and not is_aggressive and visible > frozen:
+        extra = _eager_pages(pages - read, visible, frozen)
+        read += extra
+    return HeapScan(round(read), scanned is not None, changes, later, round(extra))
 
 
 def _eager_pages(skipped: float, visible: float, frozen: float) -> float:
@@ -444,8 +478,7 @@ def work(
         index_passes=0 if skipped else _passes(dead, pages, lim.work_mem_bytes, version_num),
         index_reason=reason,
         failsafe=failsafe,
-        heap_exact=heap.exact,
-        heap_how=heap.how,
+        heap=heap,
     )
 
 
