@@ -149,8 +149,9 @@ def _detail(
     parts = [ESTIMATOR]
     if est is not None:
         parts.append(
-            f"{est.not_all_visible:,} of {est.pages:,} pages are not all-visible: the next "
-            "vacuum reads them."
+            f"{est.not_all_visible:,} of {est.pages:,} pages were not all-visible at the last "
+            "vacuum or analyze: the next vacuum reads them, the pages changed since, and the "
+            "runs of fewer than 32 all-visible pages between them (vacuumlazy.c)."
         )
     if m is not None:
         parts.append(

@@ -13,7 +13,7 @@ from vacuumlab.model import balance
 from vacuumlab.model import thresholds as th
 from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
-from vacuumlab.records.snapshot import ExactBloat, Relation, Snapshot, Table
+from vacuumlab.records.snapshot import ExactBloat, PagesScanned, Relation, Snapshot, Table
 from vacuumlab.units import share_of as share_of  # its home before units.py
 
 
@@ -33,6 +33,12 @@ class Context:
     def exact(self) -> dict[int, ExactBloat]:
         """What ``--exact`` measured (pgstattuple_approx), by relation oid."""
         return {row.oid: row for row in self.now.exact}
+
+    @cached_property
+    def scanned(self) -> dict[int, PagesScanned]:
+        """The heap pages each probed relation's next vacuum reads, counted from its
+        visibility map (collect/visibility.py), by relation oid."""
+        return {row.oid: row for row in self.now.scanned}
 
     @property
     def exact_probed(self) -> bool:

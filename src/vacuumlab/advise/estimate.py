@@ -5,8 +5,10 @@ the timing and workers questions (their text is in timing.py and workers.py).
 - Rates need two snapshots; they, and the time to the next threshold, come from the model
   (model/rates.py): dead tuples from ``n_dead_tup``, never ``n_tup_upd + n_tup_del``.
 - The duration is the cost model's sleep (model/cost.py) for the pages the vacuum visits:
-  the heap pages that are not all-visible (the visibility map lets vacuum skip the others;
-  vacuumlazy.c) and, unless the index-vacuuming bypass applies, every index page.
+  the heap pages it reads (model/duration.py: all but runs of 32 or more all-visible pages,
+  counted from the visibility map where pg_visibility allowed, else estimated from the
+  changes since the last vacuum) and, unless the index-vacuuming bypass applies, every
+  index page.
 """
 
 from __future__ import annotations
@@ -199,11 +201,12 @@ class _Costing:
     """What every relation's vacuum cost reads from the advice (the server's cost settings,
     block size, version) looked up once, and each set of options resolved once."""
 
-    __slots__ = ("base", "block", "resolved", "server", "version", "workers")
+    __slots__ = ("base", "block", "resolved", "scanned", "server", "version", "workers")
 
     def __init__(self, ctx: Context, base: cm.CostSettings) -> None:
         self.base = base
         self.block = ctx.now.server.block_size
+        self.scanned = ctx.scanned
         self.server = ctx.settings
         self.version = ctx.version
         self.workers = max(1, ctx.balanced_autovacuums)  # for relations in the balance
@@ -232,6 +235,7 @@ class _Costing:
             options=options,
             version_num=self.version,
             resolved=limits,
+            scanned=self.scanned.get(rel.oid),
         )
         return w, settings, balanced, workers
 

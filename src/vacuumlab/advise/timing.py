@@ -33,10 +33,13 @@ CHURN_MEASUREMENT = (
 )
 ASSUMPTIONS = (
     "pages found in shared buffers (each read from disk adds vacuum_cost_page_miss); each heap "
-    "page that is not all-visible visited once (runs of fewer than 32 all-visible pages are "
-    "read too: SKIP_PAGES_THRESHOLD in vacuumlazy.c; an aggressive vacuum skips only all-frozen "
-    "pages); every index page read once per index pass (one per fill of autovacuum_work_mem); "
-    "only the throttled sleep is counted, the work itself adds to it"
+    "page that is not all-visible visited once, and runs of fewer than 32 all-visible pages "
+    "too (SKIP_PAGES_THRESHOLD in vacuumlazy.c; an aggressive vacuum skips only all-frozen "
+    "pages); without pg_visibility, the pages changed since the last vacuum or analyze are "
+    "estimated from its counters, inserts at the end of the table and updates and deletes "
+    "spread at random unless the table is append-mostly; every index page read once per "
+    "index pass (one per fill of autovacuum_work_mem); only the throttled sleep is counted, "
+    "the work itself adds to it"
 )
 _NO_INTERVAL = "run with --interval 60s for rates"
 SHARED_SLOW = (
@@ -183,7 +186,7 @@ def _duration_sentence(e: Estimate) -> str:
     if d is None:
         return "The cost settings are not in the snapshot: no duration estimate."
     passes = d.work.index_passes
-    pages = f"{d.heap_pages:,} heap pages" + (
+    pages = f"{d.heap_pages:,} heap pages ({heap_source(d)})" + (
         f" and {d.index_pages:,} index pages" + (f" {passes} times" if passes > 1 else "")
         if d.index_scan
         else ""
@@ -221,9 +224,18 @@ def _evidence(e: Estimate, naptime: float) -> dict[str, Value]:
     return evidence
 
 
+def heap_source(d: Duration) -> str:
+    """How the heap pages were found, in a few words."""
+    if d.work.heap_exact:
+        return "counted from the visibility map"
+    return "estimated from the changes since the last vacuum"
+
+
 def _duration_evidence(d: Duration) -> dict[str, Value]:
     return {
         "heap_pages_to_visit": d.heap_pages,
+        "heap_pages_from": "pg_visibility_map" if d.work.heap_exact else "estimated",
+        "heap_pages_how": d.work.heap_how,
         "index_pages": d.index_pages,
         "index_scan": d.index_scan,
         "index_scan_reason": d.index_reason,

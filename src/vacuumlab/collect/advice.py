@@ -1,8 +1,10 @@
 """Inspect a server read-only and advise: the advisor's collecting half.
 
 Collecting takes a fixed number of queries however many tables there are, except ``--exact``
-(:mod:`vacuumlab.collect.exact`). The advice itself is pure (:func:`vacuumlab.advise.advise`),
-so ``--input`` can advise from saved snapshots with no server.
+(:mod:`vacuumlab.collect.exact`); where pg_visibility is installed, two more read the changed
+relations' visibility maps (:mod:`vacuumlab.collect.visibility`). The advice itself is pure
+(:func:`vacuumlab.advise.advise`), so ``--input`` can advise from saved snapshots with no
+server.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from vacuumlab.advise import advise
 from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import collect
+from vacuumlab.collect.visibility import with_visibility
 from vacuumlab.memory import collector_paused
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.records.advice import Advice
@@ -38,6 +41,12 @@ def collect_advice(
         ) as s:
             first = collect(s)
             later = _after(s, interval, on_wait) if interval else None
+            # The pages each changed relation's next vacuum reads, from its visibility map
+            # where pg_visibility allows: on the snapshot the findings describe.
+            if later is None:
+                first = with_visibility(s, first)
+            else:
+                later = with_visibility(s, later, first)
             if exact:
                 # Measured on the snapshot the findings describe: the later one when there are
                 # two.

@@ -29,7 +29,8 @@ ASSUMPTIONS = (
     "rates stay as measured between the two snapshots",
     "nothing holds the xmin horizon back: each vacuum removes the dead tuples it finds",
     "pages are in shared buffers; a vacuum reads and dirties each heap page that is not "
-    "all-visible, and changes reach pages at random",
+    "all-visible, and runs of fewer than 32 all-visible pages; inserts fill new pages at the "
+    "end, updates and deletes reach pages at random unless the table is append-mostly",
     "other databases' workers take no time; analyze-only visits are not simulated",
     "an aggressive vacuum brings relfrozenxid's age back to vacuum_freeze_min_age (the most "
     "it can be), and so does a normal one from PostgreSQL 15 unless it skips an all-visible "
@@ -325,6 +326,11 @@ class _Builder:
             mxid_aggressive_age=resolved.mxid_aggressive_age,
             mxid_freeze_min_age=resolved.mxid_freeze_min_age,
             mxid_failsafe_age=self.mxid_failsafe_age,
+            counted_pages=float(rel.relpages),
+            touched=work.page_changes(rel).touched,
+            tuples_per_page=rel.reltuples / rel.relpages
+            if rel.relpages and rel.reltuples > 0
+            else 1.0,
             index_pages=float((rel.index_bytes or 0) // block),
             n_indexes=rel.n_indexes,
             page_hit=cost.page_hit,

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Final, NamedTuple, Protocol
 
+from vacuumlab.model import duration
+
 #: The launcher's shortest sleep (MIN_AUTOVAC_SLEEPTIME, 100 ms, in autovacuum.c).
 MIN_SLEEP_S: Final = 0.1
 #: Of the tuples that die while a vacuum runs, the share its final report counts: those on pages
@@ -110,6 +112,12 @@ class Subject:
     # Its pg_class row's place (Relation.catalog_position): a worker lists heaps, then TOAST
     # relations, in the order its scan of pg_class meets them (do_autovacuum()), not by oid.
     position: int | None = None
+    #: The visibility map as relallvisible counted it: on ``counted_pages`` pages (None: all
+    #: of ``pages``), and ``touched`` rows updated or deleted on them since, before the window
+    #: (model.duration.page_changes()); ``tuples_per_page`` places the inserts.
+    counted_pages: float | None = None
+    touched: float = 0.0
+    tuples_per_page: float = 1.0
 
     @property
     def balanced(self) -> bool:
@@ -290,17 +298,16 @@ class _Rel:
     threshold within the window: the others never get a worker."""
 
     __slots__ = (
-        "aggressive_age", "balanced", "base_pages", "changes", "changes_per_second", "dead",
-        "dead_per_second", "delay_ms", "due_at", "durations", "enabled", "failsafe_age",
-        "forced", "freeze_min_age", "frozen", "index", "index_pages", "indexed",
-        "insert_base", "insert_scale", "inserted", "inserts_per_second", "last_end",
-        "listed", "live_per_second", "max_wait", "mxid_age", "mxid_aggressive_age",
-        "mxid_failsafe_age", "mxid_freeze_min_age", "mxid_limit", "next_bucket", "next_due",
-        "next_seq", "own_limit", "page_dirty", "page_hit", "peak_dead", "reltuples",
-        "reltuples_then", "running", "since", "starts", "unfrozen", "v_advances", "v_at",
-        "v_cost", "v_done", "v_forced", "v_nosleep", "v_speed", "v_start", "v_version",
-        "v_work", "v_worker", "vacuum_base", "vacuum_cap", "vacuum_scale", "vacuums",
-        "visible", "waited", "waited_full", "xid_age", "xid_limit",
+        "aggressive_age", "balanced", "base_pages", "changes", "changes_per_second", "counted",
+        "dead", "dead_per_second", "delay_ms", "due_at", "durations", "enabled", "failsafe_age",
+        "forced", "freeze_min_age", "frozen", "index", "index_pages", "indexed", "insert_base",
+        "insert_scale", "inserted", "inserts_per_second", "last_end", "listed", "live_per_second",
+        "max_wait", "mxid_age", "mxid_aggressive_age", "mxid_failsafe_age", "mxid_freeze_min_age",
+        "mxid_limit", "next_bucket", "next_due", "next_seq", "own_limit", "page_dirty", "page_hit",
+        "peak_dead", "per_page", "reltuples", "reltuples_then", "running", "since", "starts",
+        "unfrozen", "v_advances", "v_at", "v_cost", "v_done", "v_forced", "v_nosleep", "v_speed",
+        "v_start", "v_version", "v_work", "v_worker", "vacuum_base", "vacuum_cap", "vacuum_scale",
+        "vacuums", "visible", "waited", "waited_full", "xid_age", "xid_limit",
     )  # fmt: skip
 
     def __init__(self, index: int, s: Subject, launcher: Launcher) -> None:
@@ -314,7 +321,9 @@ class _Rel:
         )  # fmt: skip
         self.dead_per_second = s.dead_per_second
         self.inserts_per_second = s.inserts_per_second
-        self.changes_per_second = s.dead_per_second + s.inserts_per_second
+        # Rows updated or deleted (dead tuples) clear visibility-map bits where they are; the
+        # inserts fill new pages, or free space where the new ones cannot hold them.
+        self.changes_per_second = s.dead_per_second
         self.live_per_second = s.live_per_second
         self.xid_limit = s.xid_limit
         self.mxid_limit = s.mxid_limit
@@ -340,7 +349,9 @@ class _Rel:
         self.reltuples = s.reltuples
         self.visible = s.all_visible  # all-visible pages when ``changes`` started counting
         self.frozen = min(s.all_frozen, s.all_visible)  # of those, all-frozen
-        self.changes = 0.0  # dead tuples and inserts since then
+        self.counted = s.pages if s.counted_pages is None else s.counted_pages  # pages then
+        self.changes = s.touched  # rows updated or deleted since then
+        self.per_page = s.tuples_per_page
         self.since = 0.0
         self.due_at: float | None = None  # when it passed a threshold; None while it needs none
         self.last_end: float | None = None  # when its last simulated vacuum ended
@@ -696,7 +707,7 @@ class Simulator:
             pages = r.pages()
             if r.frozen > 0.0:
                 r.frozen = min(r.frozen * math.exp(-r.changes / pages), pages)
-            r.visible = pages
+            r.visible = r.counted = pages
             r.changes = r.changes_per_second * (at - start)
             # The new relfrozenxid is the oldest xid left unfrozen, no older than the freeze
             # cutoff: its age is taken as vacuum_freeze_min_age, the most it can be (a table
@@ -825,11 +836,6 @@ def _crossing(
     return when
 
 
-#: heap_vac_scan_next_block() (vacuumlazy.c) skips only runs of at least this many all-visible
-#: pages, and never the last page.
-SKIP_PAGES_THRESHOLD: Final = 32
-
-
 def skips_unfrozen(r: _Rel) -> bool:
     """Whether a normal vacuum starting now is expected to skip an all-visible page that is
     not all-frozen, which keeps relfrozenxid where it was (vacrel->skippedallvis).
@@ -843,15 +849,17 @@ def skips_unfrozen(r: _Rel) -> bool:
     of some all-visible pages is left out: it can only make advancing more likely."""
     pages = r.pages()
     eligible = pages - 1.0  # the last page is always read
-    if eligible < SKIP_PAGES_THRESHOLD:
+    if eligible < duration.SKIP_PAGES_THRESHOLD:
         return False
     thinning = math.exp(-r.changes / pages)
     p = min(r.visible * thinning / pages, 1.0)
     if p <= 0.0:
         return False
     f = min(r.frozen * thinning / pages, p)
-    runs = p**SKIP_PAGES_THRESHOLD * (1.0 + (eligible - SKIP_PAGES_THRESHOLD) * (1.0 - p))
-    return runs * (1.0 - (f / p) ** SKIP_PAGES_THRESHOLD) >= 0.5
+    runs = p**duration.SKIP_PAGES_THRESHOLD * (
+        1.0 + (eligible - duration.SKIP_PAGES_THRESHOLD) * (1.0 - p)
+    )
+    return runs * (1.0 - (f / p) ** duration.SKIP_PAGES_THRESHOLD) >= 0.5
 
 
 def clean_share(age_s: float) -> float:
@@ -863,10 +871,11 @@ def clean_share(age_s: float) -> float:
 def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]:
     """The unthrottled seconds and the cost of one vacuum starting at ``at``.
 
-    Heap pages: an aggressive vacuum reads them all; a normal one skips the all-visible pages
-    (the visibility map; heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
-    lose the bit as changes reach them, taken as spread at random: ``visible ×
-    e^(−changes/pages)`` stay. Each page read is dirtied, but only the ``clean`` share of them
+    Heap pages: an aggressive vacuum reads them all; a normal one skips runs of at least 32
+    all-visible pages (heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
+    lose the bit as rows on them are updated or deleted, and the pages read follow from the
+    changes since (before the window too) and where they sit: model.duration.pages_read(),
+    the advisor's model. Each page read is dirtied, but only the ``clean`` share of them
     pays for it (see CHECKPOINT_S): the changes it finds go back to its last vacuum's end, or,
     before the first, as long as the dead tuples took to accrue at their rate. Indexes: unless
     fewer than 2 % of the pages hold dead tuples (the bypass, 14+) every index page is read
@@ -890,8 +899,16 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
     if aggressive:
         heap = pages
     else:
-        visible = pages if pages < r.visible else r.visible
-        heap = pages - visible * math.exp(-r.changes / pages)
+        touched, inserted = r.changes, r.inserted
+        heap = duration.pages_read(
+            pages,
+            counted=r.counted,
+            skippable=r.visible,
+            touched=touched,
+            inserted=inserted,
+            tuples_per_page=r.per_page,
+            spread=duration.spread_of(touched, inserted),
+        )
     cost = heap * (r.page_hit + clean * r.page_dirty)
     index_read = 0.0
     dead = r.dead

@@ -341,6 +341,20 @@ class ExactBloat(Record):
     approx_free_percent: float
 
 
+class PagesScanned(Record):
+    """The heap pages the next vacuum of one relation reads, counted from its visibility map
+    (``pg_visibility_map()``, pg_visibility 1.1+) with vacuum's skipping rules applied: runs of
+    at least 32 skippable pages are skipped and the last page is read
+    (heap_vac_scan_next_block() in vacuumlazy.c)."""
+
+    oid: int
+    pages: int = Field(description="heap pages when the map was read")
+    all_visible: int
+    all_frozen: int
+    normal: int = Field(description="pages a normal vacuum reads (18's eager scan left out)")
+    aggressive: int = Field(description="pages an aggressive vacuum reads")
+
+
 class ProbeNote(Record):
     """Why a probe gave nothing: a missing privilege, a timeout, an old server."""
 
@@ -376,6 +390,11 @@ class Snapshot(Record):
     )
     exact: list[ExactBloat] = Field(
         default=[], description="only when collected with --exact: the probe reads tables"
+    )
+    scanned: list[PagesScanned] = Field(
+        default=[],
+        description="where pg_visibility is installed and may be called: the changed "
+        "relations' visibility maps, as the next vacuum reads them",
     )
     sizes: Literal["measured", "estimated"] = Field(
         default="measured",
