@@ -11,7 +11,7 @@ from vacuumlab.cli.options import DataDir, DsnArg, err
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
-    from vacuumlab.watch.source import Refresh
+    from vacuumlab.records.live import Refresh
 
 DEFAULT_LISTEN = "127.0.0.1:9187"
 #: Relations with per-table series by default: enough for the tables that matter, few enough

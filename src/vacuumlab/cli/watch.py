@@ -14,7 +14,8 @@ from vacuumlab.cli.options import DataDir, DsnArg, StoreOpt, out
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
-    from vacuumlab.watch.source import Refresh, Source
+    from vacuumlab.records.live import Refresh
+    from vacuumlab.watch.source import Source
 
 DEFAULT_REFRESH_S = 2.0
 

@@ -26,9 +26,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from vacuumlab.cli import watch_rows as rows
-from vacuumlab.records.live import LiveView, RunningVacuum, TableLive
+from vacuumlab.records.live import LiveView, Refresh, RunningVacuum, TableLive
 from vacuumlab.watch.detail import detail
-from vacuumlab.watch.source import Refresh
 
 Fetch = Callable[[], Refresh]
 
