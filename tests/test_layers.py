@@ -1,5 +1,5 @@
-"""The layers hold at run time too: importing a renderer, a record or the live view never loads
-the driver.
+"""The layers hold at run time too: importing a renderer, a record, the live view or the TUI
+never loads the driver.
 
 import-linter (``make lint``) checks the import graph; this checks what Python really loads,
 package ``__init__`` modules included, in a fresh interpreter.
@@ -28,7 +28,7 @@ def check(name):
         found[name] = sorted(forbidden() - before)
     return module
 
-for root in ("vacuumlab.records", "vacuumlab.report"):
+for root in ("vacuumlab.records", "vacuumlab.report", "vacuumlab.tui"):
     package = check(root)
     for info in pkgutil.walk_packages(package.__path__, root + "."):
         check(info.name)
@@ -38,7 +38,7 @@ print(json.dumps({"checked": checked, "found": found}))
 """
 
 
-def test_records_and_reports_load_no_driver():
+def test_records_reports_and_the_tui_load_no_driver():
     out = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     )
@@ -46,4 +46,5 @@ def test_records_and_reports_load_no_driver():
     assert "vacuumlab.report.advice_md" in result["checked"]
     assert "vacuumlab.records.snapshot" in result["checked"]
     assert "vacuumlab.watch.view" in result["checked"]
+    assert "vacuumlab.tui.app" in result["checked"]
     assert result["found"] == {}

@@ -92,7 +92,7 @@ def _recorder(store_path: Path | None, every_s: float, dsn: str) -> Recorder:
 
 
 def _run(source: Source, every_s: float, recorder: Recorder | None) -> None:
-    from vacuumlab.cli.watch_app import WatchApp
+    from vacuumlab.tui import watch
 
     def fetch() -> Refresh:
         refresh = source.refresh()
@@ -105,8 +105,7 @@ def _run(source: Source, every_s: float, recorder: Recorder | None) -> None:
         if recorder is not None:
             recorder.close()
 
-    app = WatchApp(fetch, every_s=every_s, on_exit=closing)
-    app.run()
+    watch(fetch, every_s=every_s, on_exit=closing)
 
 
 if TYPE_CHECKING:
