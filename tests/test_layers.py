@@ -7,9 +7,13 @@ package ``__init__`` modules included, in a fresh interpreter.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import vacuumlab
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -48,3 +52,19 @@ def test_records_reports_and_the_tui_load_no_driver():
     assert "vacuumlab.watch.view" in result["checked"]
     assert "vacuumlab.tui.app" in result["checked"]
     assert result["found"] == {}
+
+
+def test_the_cli_and_the_tui_share_only_public_names():
+    """What a command module takes from another is public (the options and helpers several
+    commands share live in cli/options.py): a leading underscore says "this module's own"."""
+    root = Path(vacuumlab.__file__).parent
+    private = []
+    for path in sorted([*root.glob("cli/*.py"), *root.glob("tui/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vacuumlab"):
+                private += [
+                    f"{path.relative_to(root)}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert private == []

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vacuumlab.cli.advise import _sandbox_dsn
-from vacuumlab.cli.options import DataDir, DsnArg, StoreOpt, out
+from vacuumlab.cli.options import DataDir, DsnArg, StoreOpt, out, sandbox_dsn
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ def watch_command(
         raise VacuumlabError(f"--refresh takes a number of seconds above 0, not {refresh:g}")
     from vacuumlab.watch.source import Source
 
-    source = Source(dsn or _sandbox_dsn(data_dir))
+    source = Source(dsn or sandbox_dsn(data_dir))
     source.open()  # a wrong DSN, host or password: say so now, not in the full screen
     try:
         _terminal()
