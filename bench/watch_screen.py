@@ -34,11 +34,12 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from snapshot_scale import table_database
-from vacuumlab.cli.watch_app import WatchApp
 from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.records.live import Refresh
 from vacuumlab.store import Store
+from vacuumlab.tui import WatchApp
 from vacuumlab.watch.record import Recorder
-from vacuumlab.watch.source import Refresh, Source
+from vacuumlab.watch.source import Source
 from watch_refresh import touch_some
 
 SIZE = (200, 50)

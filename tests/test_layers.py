@@ -1,5 +1,5 @@
-"""The layers hold at run time too: importing a renderer, a record or the live view never loads
-the driver.
+"""The layers hold at run time too: importing a renderer, a record, the live view or the TUI
+never loads the driver.
 
 import-linter (``make lint``) checks the import graph; this checks what Python really loads,
 package ``__init__`` modules included, in a fresh interpreter.
@@ -7,9 +7,13 @@ package ``__init__`` modules included, in a fresh interpreter.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import vacuumlab
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -28,7 +32,7 @@ def check(name):
         found[name] = sorted(forbidden() - before)
     return module
 
-for root in ("vacuumlab.records", "vacuumlab.report"):
+for root in ("vacuumlab.records", "vacuumlab.report", "vacuumlab.tui"):
     package = check(root)
     for info in pkgutil.walk_packages(package.__path__, root + "."):
         check(info.name)
@@ -38,7 +42,7 @@ print(json.dumps({"checked": checked, "found": found}))
 """
 
 
-def test_records_and_reports_load_no_driver():
+def test_records_reports_and_the_tui_load_no_driver():
     out = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     )
@@ -46,4 +50,21 @@ def test_records_and_reports_load_no_driver():
     assert "vacuumlab.report.advice_md" in result["checked"]
     assert "vacuumlab.records.snapshot" in result["checked"]
     assert "vacuumlab.watch.view" in result["checked"]
+    assert "vacuumlab.tui.app" in result["checked"]
     assert result["found"] == {}
+
+
+def test_the_cli_and_the_tui_share_only_public_names():
+    """What a command module takes from another is public (the options and helpers several
+    commands share live in cli/options.py): a leading underscore says "this module's own"."""
+    root = Path(vacuumlab.__file__).parent
+    private = []
+    for path in sorted([*root.glob("cli/*.py"), *root.glob("tui/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vacuumlab"):
+                private += [
+                    f"{path.relative_to(root)}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert private == []

@@ -15,10 +15,10 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from advise_fixtures import T0, changed, relation, snapshot, toast_of
-from vacuumlab.cli import watch_rows as rows
-from vacuumlab.cli.watch_app import DetailScreen, HelpScreen, WatchApp
+from vacuumlab.records.live import Refresh
 from vacuumlab.records.snapshot import Snapshot, Table, VacuumProgress
-from vacuumlab.watch.source import Refresh
+from vacuumlab.tui import WatchApp, rows
+from vacuumlab.tui.screens import DetailScreen, HelpScreen
 from vacuumlab.watch.view import live_view
 
 SIZED = {"reltuples": 1000.0, "relpages": 10, "n_live_tup": 1000}

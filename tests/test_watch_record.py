@@ -13,12 +13,13 @@ import pytest
 from advise_fixtures import T0
 from conftest import execute, run_cli, wait_for_counts
 from test_watch_cli import slow_vacuum, watching
+from vacuumlab.records.live import Refresh
 from vacuumlab.report import RENDERERS
 from vacuumlab.report.watch.timeline import Span, timeline
 from vacuumlab.store import Point, Store
 from vacuumlab.watch.record import Recorder
 from vacuumlab.watch.recorded import snapshot_of
-from vacuumlab.watch.source import Refresh, Source
+from vacuumlab.watch.source import Source
 
 
 def test_refreshes_become_points_with_their_snapshot_and_the_report_draws_them(

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import RenderableType
 
-from vacuumlab.cli.options import DataDir, DsnArg, Format, LimitOpt, err, out, render_text, write
+from vacuumlab.cli.options import (
+    DataDir,
+    DocumentFormat,
+    DocumentFormatOpt,
+    DsnArg,
+    Format,
+    FormatOpt,
+    LimitOpt,
+    OutputOpt,
+    emit,
+    err,
+    sandbox_dsn,
+    seconds_of,
+    show,
+    waiting_for_rates,
+    write,
+)
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 
@@ -25,10 +38,8 @@ ExactOpt = Annotated[
 
 def snapshot(
     dsn: DsnArg = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table or json")] = Format.table,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
-    ] = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
     input_: Annotated[
         Path | None,
         typer.Option("--input", help="Re-render a saved JSON snapshot; no server needed."),
@@ -52,13 +63,13 @@ def snapshot(
             raise VacuumlabError("--input re-renders a saved snapshot: give no DSN and no --exact")
         snap = load_snapshot(input_)
     else:
-        snap = _collect(dsn or _sandbox_dsn(data_dir), exact=exact)
+        snap = _collect(dsn or sandbox_dsn(data_dir), exact=exact)
     if save is not None:
         write(save, snap.dump_json() + "\n")
     if fmt is Format.json:
-        _emit(snap.dump_json() + "\n", output)
+        emit(snap.dump_json() + "\n", output)
     else:
-        _show(render(snap, limit=limit), output)
+        show(render(snap, limit=limit), output)
 
 
 def _collect(dsn: str, *, exact: bool) -> Snapshot:
@@ -72,55 +83,6 @@ def _collect(dsn: str, *, exact: bool) -> Snapshot:
         return with_exact(session, snap) if exact else snap
 
 
-def _emit(text: str, output: Path | None) -> None:
-    """Text to stdout, or to the file ``--output`` names."""
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        write(output, text)
-
-
-def _show(renderable: RenderableType, output: Path | None) -> None:
-    """A table view on the terminal, or as plain text in the file ``--output`` names."""
-    if output is None:
-        out.print(renderable)
-    else:
-        write(output, render_text(renderable))
-
-
-def _sandbox_dsn(data_dir: Path | None) -> str:
-    sandbox = Sandbox.open(data_dir)
-    if not sandbox.is_running():
-        raise VacuumlabError(
-            f"no DSN given and no sandbox running in {sandbox.directory}: "
-            "pass a DSN or run `vacuumlab sandbox start`"
-        )
-    return sandbox.dsn
-
-
-class AdviceFormat(StrEnum):
-    table = "table"
-    json = "json"
-    md = "md"
-    html = "html"
-
-
-def _seconds(text: str | None, option: str = "--interval") -> float | None:
-    """``60``, ``60s``, ``2min`` → seconds."""
-    if text is None:
-        return None
-    units = {"": 1, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600}
-    number = text.strip().rstrip("smhinec")
-    unit = text.strip()[len(number) :]
-    try:
-        value = float(number) * units[unit]
-    except (ValueError, KeyError):
-        raise VacuumlabError(f"{option} takes seconds, e.g. 60s or 2min, not {text!r}") from None
-    if value <= 0:
-        raise VacuumlabError(f"{option} must be positive")
-    return value
-
-
 def advise_command(
     dsn: DsnArg = None,
     interval: Annotated[
@@ -129,12 +91,8 @@ def advise_command(
             "--interval", help="Take a second snapshot after this long (e.g. 60s) for rates."
         ),
     ] = None,
-    fmt: Annotated[
-        AdviceFormat, typer.Option("--format", help="table, json, md or html")
-    ] = AdviceFormat.table,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file.")
-    ] = None,
+    fmt: DocumentFormatOpt = DocumentFormat.table,
+    output: OutputOpt = None,
     input_: Annotated[
         list[Path] | None,
         typer.Option("--input", help="Advise from saved snapshot JSON (one, or two for rates)."),
@@ -185,7 +143,7 @@ def advise_command(
     from vacuumlab.records.snapshot import load_snapshot
     from vacuumlab.report.advice_text import render
 
-    seconds = _seconds(interval)
+    seconds = seconds_of(interval)
     if input_:
         if dsn is not None or len(input_) > 2:
             raise VacuumlabError("--input takes one or two snapshot files, and no DSN")
@@ -193,12 +151,12 @@ def advise_command(
         advice = advise(snapshots[0], snapshots[1] if len(snapshots) == 2 else None)
     else:
         advice, _ = collect_advice(
-            dsn or _sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=_waiting
+            dsn or sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=waiting_for_rates
         )
-    if fmt is AdviceFormat.table:
-        _show(render(advice, limit=limit), output)
+    if fmt is DocumentFormat.table:
+        show(render(advice, limit=limit), output)
     else:
-        _emit(_advice_text(advice, fmt), output)
+        emit(_advice_text(advice, fmt), output)
 
 
 def _verify(
@@ -206,7 +164,7 @@ def _verify(
     interval: str | None,
     verify_for: str | None,
     allow_alter_system: bool,
-    fmt: AdviceFormat,
+    fmt: DocumentFormat,
     output: Path | None,
     input_: list[Path] | None,
     exact: bool,
@@ -229,12 +187,12 @@ def _verify(
         )
     if input_ or exact:
         raise VacuumlabError("--verify measures a live server: give no --input and no --exact")
-    if fmt is AdviceFormat.html:
+    if fmt is DocumentFormat.html:
         raise VacuumlabError("--verify writes table, md or json")
-    seconds = _seconds(interval)
+    seconds = seconds_of(interval)
     if seconds is None:
         raise VacuumlabError("--verify needs --interval (e.g. 30s): the advice needs rates")
-    window = _seconds(verify_for, "--verify-for") or seconds
+    window = seconds_of(verify_for, "--verify-for") or seconds
     if dsn is None:
         sandbox = Sandbox.open(data_dir)
         target = Target.of_sandbox(_running(sandbox))
@@ -245,12 +203,12 @@ def _verify(
     # verify() tells it then (nothing to measure when nothing is changed).
     err.print("· --verify: keep the workload running throughout")
     result = run_verification(dsn, target, interval=seconds, window=window, on_step=_step)
-    if fmt is AdviceFormat.table:
-        _show(render(result), output)
-    elif fmt is AdviceFormat.md:
-        _emit(render_markdown(result), output)
+    if fmt is DocumentFormat.table:
+        show(render(result), output)
+    elif fmt is DocumentFormat.md:
+        emit(render_markdown(result), output)
     else:
-        _emit(result.dump_json() + "\n", output)
+        emit(result.dump_json() + "\n", output)
 
 
 def _running(sandbox: Sandbox) -> Sandbox:
@@ -266,14 +224,10 @@ def _step(text: str) -> None:
     err.print(f"· {text}")
 
 
-def _waiting(seconds: float) -> None:
-    err.print(f"· waiting {seconds:.0f} s for a second snapshot (rates)")
-
-
-def _advice_text(advice: Any, fmt: AdviceFormat) -> str:
-    if fmt is AdviceFormat.json:
+def _advice_text(advice: Any, fmt: DocumentFormat) -> str:
+    if fmt is DocumentFormat.json:
         return str(advice.dump_json()) + "\n"
-    if fmt is AdviceFormat.md:
+    if fmt is DocumentFormat.md:
         from vacuumlab.report.advice_md import render_markdown
 
         return render_markdown(advice)

@@ -6,12 +6,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vacuumlab.cli.advise import _sandbox_dsn
-from vacuumlab.cli.options import DataDir, DsnArg, err
+from vacuumlab.cli.options import DataDir, DsnArg, err, sandbox_dsn
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
-    from vacuumlab.watch.source import Refresh
+    from vacuumlab.records.live import Refresh
 
 DEFAULT_LISTEN = "127.0.0.1:9187"
 #: Relations with per-table series by default: enough for the tables that matter, few enough
@@ -65,7 +64,7 @@ def exporter_command(
 
     where = Listen.parse(listen)
     pick = Pick(schemas=frozenset(schema or ()), limit=max_tables)
-    source = Source(dsn or _sandbox_dsn(data_dir), pick=pick)
+    source = Source(dsn or sandbox_dsn(data_dir), pick=pick)
     source.open()  # a wrong DSN, host or password: say so now, not at the first scrape
     collector = Collector(source, on_refresh=_Reporter())
     server, thread = serve(collector, where)

@@ -1,9 +1,11 @@
-"""What the commands share: the consoles, the options several commands take, and small
+"""What the commands share: the consoles, the options several commands take (``--format``,
+``--output``, ``--data-dir`` ...), where their output goes, the running sandbox's DSN, and small
 parsers that turn option text into values."""
 
 from __future__ import annotations
 
 import io
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -22,9 +24,28 @@ err = Console(stderr=True, highlight=False)
 
 
 class Format(StrEnum):
+    """``--format`` of the commands that print a table or JSON."""
+
     table = "table"
     json = "json"
 
+
+class DocumentFormat(StrEnum):
+    """``--format`` of the commands that also write Markdown and HTML."""
+
+    table = "table"
+    json = "json"
+    md = "md"
+    html = "html"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format", help="table or json")]
+DocumentFormatOpt = Annotated[
+    DocumentFormat, typer.Option("--format", help="table, json, md or html")
+]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+]
 
 DataDir = Annotated[
     Path | None,
@@ -58,6 +79,40 @@ DsnArg = Annotated[
 LimitOpt = Annotated[int, typer.Option(help="Tables to list in the table view.")]
 
 
+def emit(text: str, output: Path | None) -> None:
+    """Text to stdout, or to the file ``--output`` names."""
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write(output, text)
+
+
+def show(renderable: RenderableType, output: Path | None) -> None:
+    """A table view on the terminal, or as plain text in the file ``--output`` names."""
+    if output is None:
+        out.print(renderable)
+    else:
+        write(output, render_text(renderable))
+
+
+def sandbox_dsn(data_dir: Path | None) -> str:
+    """The running sandbox's DSN, for the commands whose DSN is optional."""
+    from vacuumlab.pg.sandbox import Sandbox
+
+    sandbox = Sandbox.open(data_dir)
+    if not sandbox.is_running():
+        raise VacuumlabError(
+            f"no DSN given and no sandbox running in {sandbox.directory}: "
+            "pass a DSN or run `vacuumlab sandbox start`"
+        )
+    return sandbox.dsn
+
+
+def waiting_for_rates(seconds: float) -> None:
+    """Said while the second of two snapshots is awaited (advise and simulate ``--interval``)."""
+    err.print(f"· waiting {seconds:.0f} s for a second snapshot (rates)")
+
+
 def write(path: Path, text: str) -> None:
     try:
         path.write_text(text, encoding="utf-8")
@@ -80,6 +135,22 @@ def int_list(text: str | None, option: str) -> tuple[int, ...] | None:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise VacuumlabError(f"{option} takes numbers separated by commas, not {text!r}") from None
+
+
+def seconds_of(text: str | None, option: str = "--interval") -> float | None:
+    """``60``, ``60s``, ``2min`` → seconds; None when the option was not given."""
+    if text is None:
+        return None
+    units = {"": 1, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600}
+    number = text.strip().rstrip("smhinec")
+    unit = text.strip()[len(number) :]
+    try:
+        value = float(number) * units[unit]
+    except (ValueError, KeyError):
+        raise VacuumlabError(f"{option} takes seconds, e.g. 60s or 2min, not {text!r}") from None
+    if value <= 0:
+        raise VacuumlabError(f"{option} must be positive")
+    return value
 
 
 def str_list(text: str | None) -> tuple[str, ...] | None:

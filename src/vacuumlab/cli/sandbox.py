@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from vacuumlab.cli.options import DataDir, Format, PgBinOpt, err, out
+from vacuumlab.cli.options import DataDir, Format, FormatOpt, PgBinOpt, err, out
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 
@@ -56,7 +56,7 @@ def sandbox_start(
 @sandbox_app.command("status")
 def sandbox_status(
     data_dir: DataDir = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table or json")] = Format.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Say whether the sandbox exists and runs, and where.
 

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vacuumlab.cli.advise import _emit, _sandbox_dsn, _seconds, _show, _waiting
-from vacuumlab.cli.options import DataDir, DsnArg, LimitOpt, StoreOpt
+from vacuumlab.cli.options import (
+    DataDir,
+    DocumentFormat,
+    DocumentFormatOpt,
+    DsnArg,
+    LimitOpt,
+    OutputOpt,
+    StoreOpt,
+    emit,
+    sandbox_dsn,
+    seconds_of,
+    show,
+    waiting_for_rates,
+)
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
@@ -19,13 +30,6 @@ if TYPE_CHECKING:
 
 #: Any version: the first check of a what-if, before the server's own is known.
 _ANY_VERSION = 10**7
-
-
-class SimulationFormat(StrEnum):
-    table = "table"
-    json = "json"
-    md = "md"
-    html = "html"
 
 
 def simulate_command(
@@ -61,12 +65,8 @@ def simulate_command(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[
-        SimulationFormat, typer.Option("--format", help="table, json, md or html")
-    ] = SimulationFormat.table,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file.")
-    ] = None,
+    fmt: DocumentFormatOpt = DocumentFormat.table,
+    output: OutputOpt = None,
     limit: LimitOpt = 25,
     data_dir: DataDir = None,
 ) -> None:
@@ -136,26 +136,26 @@ def _snapshots(
         if after.taken_at <= before.taken_at:
             raise VacuumlabError(f"{input_[1]} was taken before {input_[0]}: give them in order")
         return before, after
-    seconds = _seconds(interval)
+    seconds = seconds_of(interval)
     assert seconds is not None
     from vacuumlab.collect.advice import collect_two
 
     return collect_two(
-        dsn or _sandbox_dsn(data_dir),
+        dsn or sandbox_dsn(data_dir),
         seconds,
-        on_wait=_waiting,
+        on_wait=waiting_for_rates,
         application_name="vacuumlab-simulate",
     )
 
 
-def _output(sim: Simulation, fmt: SimulationFormat, output: Path | None, limit: int) -> None:
+def _output(sim: Simulation, fmt: DocumentFormat, output: Path | None, limit: int) -> None:
     from vacuumlab.report import simulation as view
 
-    if fmt is SimulationFormat.table:
-        _show(view.render(sim, limit=limit), output)
-    elif fmt is SimulationFormat.json:
-        _emit(sim.dump_json() + "\n", output)
-    elif fmt is SimulationFormat.md:
-        _emit(view.render_markdown(sim), output)
+    if fmt is DocumentFormat.table:
+        show(view.render(sim, limit=limit), output)
+    elif fmt is DocumentFormat.json:
+        emit(sim.dump_json() + "\n", output)
+    elif fmt is DocumentFormat.md:
+        emit(view.render_markdown(sim), output)
     else:
-        _emit(view.render_html(sim), output)
+        emit(view.render_html(sim), output)

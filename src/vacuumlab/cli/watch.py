@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vacuumlab.cli.advise import _sandbox_dsn
-from vacuumlab.cli.options import DataDir, DsnArg, StoreOpt, out
+from vacuumlab.cli.options import DataDir, DsnArg, StoreOpt, out, sandbox_dsn
 from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
-    from vacuumlab.watch.source import Refresh, Source
+    from vacuumlab.records.live import Refresh
+    from vacuumlab.watch.source import Source
 
 DEFAULT_REFRESH_S = 2.0
 
@@ -50,7 +50,7 @@ def watch_command(
         raise VacuumlabError(f"--refresh takes a number of seconds above 0, not {refresh:g}")
     from vacuumlab.watch.source import Source
 
-    source = Source(dsn or _sandbox_dsn(data_dir))
+    source = Source(dsn or sandbox_dsn(data_dir))
     source.open()  # a wrong DSN, host or password: say so now, not in the full screen
     try:
         _terminal()
@@ -91,7 +91,7 @@ def _recorder(store_path: Path | None, every_s: float, dsn: str) -> Recorder:
 
 
 def _run(source: Source, every_s: float, recorder: Recorder | None) -> None:
-    from vacuumlab.cli.watch_app import WatchApp
+    from vacuumlab.tui import watch
 
     def fetch() -> Refresh:
         refresh = source.refresh()
@@ -104,8 +104,7 @@ def _run(source: Source, every_s: float, recorder: Recorder | None) -> None:
         if recorder is not None:
             recorder.close()
 
-    app = WatchApp(fetch, every_s=every_s, on_exit=closing)
-    app.run()
+    watch(fetch, every_s=every_s, on_exit=closing)
 
 
 if TYPE_CHECKING:

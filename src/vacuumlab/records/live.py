@@ -6,12 +6,13 @@ terminal view and the Prometheus exporter draw only from it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
 from pydantic import Field
 
-from vacuumlab.records.snapshot import ProbeNote, Record
+from vacuumlab.records.snapshot import ProbeNote, Record, Snapshot
 
 SCHEMA_VERSION = 1
 KIND: Final = "vacuumlab.live"
@@ -157,3 +158,16 @@ class LiveView(Record):
         """The holder of this database's horizon with the oldest xid age."""
         here = [h for h in self.holders if h.holds_here and h.xid_age is not None]
         return max(here, key=lambda h: h.xid_age or 0, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """One refresh of the live view: the view, or why there is none; its wall time and its
+    statements, and the snapshot it was built from. Taken by ``vacuumlab.watch.source``, drawn
+    by the terminal view and kept by ``watch --record``; never saved as such."""
+
+    view: LiveView | None
+    error: str | None
+    seconds: float
+    statements: int
+    snapshot: Snapshot | None = None

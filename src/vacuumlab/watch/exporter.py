@@ -19,8 +19,9 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import Metric
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.live import Refresh
 from vacuumlab.watch.metrics import Scrape, families
-from vacuumlab.watch.source import Refresh, Source
+from vacuumlab.watch.source import Source
 
 DEFAULT_PORT = 9187  # postgres_exporter's: where Prometheus users look for PostgreSQL metrics
 

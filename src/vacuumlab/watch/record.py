@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.live import Refresh
 from vacuumlab.records.snapshot import Snapshot
 from vacuumlab.store import Store
 from vacuumlab.watch.recorded import (
@@ -23,7 +24,6 @@ from vacuumlab.watch.recorded import (
     pack_snapshot,
     view_metrics,
 )
-from vacuumlab.watch.source import Refresh
 
 
 class Recorder:

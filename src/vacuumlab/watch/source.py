@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 from typing import Final
 
 import psycopg
@@ -26,7 +25,7 @@ from vacuumlab.collect.snapshot import Kept, Sizes, collect
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
 from vacuumlab.pg.connect import Session, Timeouts, connect, first_line
-from vacuumlab.records.live import LiveView
+from vacuumlab.records.live import LiveView, Refresh
 from vacuumlab.records.snapshot import Snapshot
 from vacuumlab.watch.view import HORIZON_S, Pick, live_view, relations_of
 
@@ -34,17 +33,6 @@ APPLICATION_NAME = "vacuumlab-watch"
 TIMEOUTS = Timeouts()
 #: How a refresh sizes relations (see above).
 SIZES: Final[Sizes] = "estimated"
-
-
-@dataclass(frozen=True, slots=True)
-class Refresh:
-    """One refresh: the view, or why there is none; its wall time and its statements."""
-
-    view: LiveView | None
-    error: str | None
-    seconds: float
-    statements: int
-    snapshot: Snapshot | None = None
 
 
 class Source:

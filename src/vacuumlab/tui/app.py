@@ -2,17 +2,15 @@
 status line, a banner while the server cannot be read, the workers, the running vacuums, the
 queue, and side by side what holds vacuum back and how far wraparound is.
 
-One background thread (:class:`Refresher`) takes a refresh every ``every_s`` seconds and posts
-it to the App; the screen draws only from the latest refresh's records (cli/watch_rows.py).
-Keys change what is drawn (sort, filter, details), never what is asked of the server; a pause
-stops the thread's refreshes altogether.
+One background thread (tui/refresher.py) takes a refresh every ``every_s`` seconds and posts
+it to the App; the screen draws only from the latest refresh's records (tui/rows.py), laid out
+by watch.tcss. Keys change what is drawn (sort, filter, details), never what is asked of the
+server; a pause stops the thread's refreshes altogether.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -20,117 +18,14 @@ from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
-from textual.message import Message
-from textual.screen import ModalScreen
+from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Static
 
-from vacuumlab.cli import watch_rows as rows
-from vacuumlab.records.live import LiveView, RunningVacuum, TableLive
+from vacuumlab.records.live import LiveView, Refresh, RunningVacuum, TableLive
+from vacuumlab.tui import rows
+from vacuumlab.tui.refresher import Fetch, Refreshed, Refresher
+from vacuumlab.tui.screens import DetailScreen, HelpScreen
 from vacuumlab.watch.detail import detail
-from vacuumlab.watch.source import Refresh
-
-Fetch = Callable[[], Refresh]
-
-
-class Refreshed(Message):
-    """A refresh, posted from the refresher's thread."""
-
-    def __init__(self, refresh: Refresh) -> None:
-        super().__init__()
-        self.refresh = refresh
-
-
-class Refresher:
-    """One thread: ``fetch`` every ``every_s`` seconds (from the start of one to the start of
-    the next) unless paused, each result handed to ``deliver``; ``on_exit`` runs in the same
-    thread once it stops, so whatever ``fetch`` uses is closed by the thread that used it."""
-
-    def __init__(
-        self,
-        fetch: Fetch,
-        every_s: float,
-        deliver: Callable[[Refresh], object],
-        on_exit: Callable[[], object] | None = None,
-    ) -> None:
-        self.fetch, self.every_s, self.deliver, self.on_exit = fetch, every_s, deliver, on_exit
-        self.paused = False
-        self.stopped = threading.Event()
-        self.wake = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="vacuumlab-watch", daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def pause(self, paused: bool) -> None:
-        self.paused = paused
-        self.wake.set()  # resuming refreshes at once
-
-    def stop(self, wait_s: float = 2.0) -> None:
-        """Stop, and wait a moment for a refresh under way (the session's timeouts bound it;
-        the thread is a daemon, so a server that hangs cannot hold the exit)."""
-        self.stopped.set()
-        self.wake.set()
-        if self.thread.is_alive():
-            self.thread.join(wait_s)
-
-    def _run(self) -> None:
-        try:
-            while not self.stopped.is_set():
-                if self.paused:
-                    self._sleep(None)
-                    continue
-                started = time.monotonic()
-                refresh = self.fetch()
-                if not self.stopped.is_set():
-                    self.deliver(refresh)
-                self._sleep(max(0.0, self.every_s - (time.monotonic() - started)))
-        finally:
-            if self.on_exit is not None:
-                self.on_exit()
-
-    def _sleep(self, seconds: float | None) -> None:
-        self.wake.wait(seconds)
-        self.wake.clear()
-
-
-class DetailScreen(ModalScreen[None]):
-    """One relation in full, redrawn at every refresh while it is open."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,enter,q", "app.pop_screen", "Close"),
-    ]
-
-    def __init__(self, oid: int, lines: Sequence[Text]) -> None:
-        super().__init__()
-        self.oid = oid
-        self.lines = lines
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="detail"):
-            yield Static(Text("\n").join(self.lines), id="detail-body")
-
-    def show(self, lines: Sequence[Text]) -> None:
-        self.query_one("#detail-body", Static).update(Text("\n").join(lines))
-
-
-class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,enter,q,question_mark", "app.pop_screen", "Close"),
-    ]
-
-    def compose(self) -> ComposeResult:
-        text = Text("vacuumlab watch: keys\n\n", style="bold")
-        for key, what in rows.HELP:
-            text.append(f"{key:>14}  ", style="bold cyan")
-            text.append(f"{what}\n")
-        text.append(
-            "\nThe queue is in the order autovacuum would take the relations: being vacuumed, "
-            "then due (heaps in pg_class order, then TOAST relations), then by the start the "
-            "simulator predicts. Rates and starts need two refreshes."
-        )
-        with VerticalScroll(id="help"):
-            yield Static(text)
 
 
 class WatchApp(App[None]):
@@ -138,22 +33,8 @@ class WatchApp(App[None]):
 
     TITLE = "vacuumlab watch"
     ENABLE_COMMAND_PALETTE = False
-    CSS = """
-    #status { height: 1; background: $panel; }
-    #banner { height: auto; background: $error; color: $text; text-style: bold; display: none; }
-    #summary { height: auto; padding: 0 1; }
-    DataTable { height: auto; border: round $primary-darken-2; }
-    DataTable:focus { border: round $accent; }
-    #vacuums { max-height: 12; }
-    #queue { height: 1fr; min-height: 6; }
-    #bottom { height: auto; max-height: 12; }
-    #holders { width: 1fr; max-height: 12; }
-    #wraparound { width: auto; max-width: 60%; max-height: 12; }
-    #filter { dock: bottom; display: none; }
-    #detail, #help { width: 90%; height: 85%; border: round $accent; background: $surface;
-                     padding: 0 1; }
-    DetailScreen, HelpScreen { align: center middle; }
-    """
+    #: Read next to this module, as Textual resolves it; packaged as package data.
+    CSS_PATH = "watch.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q,ctrl+c", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -374,3 +255,9 @@ class WatchApp(App[None]):
 def table_row(view: LiveView, oid: int) -> TableLive | None:
     """The relation ``oid`` in the view's queue."""
     return next((t for t in view.tables if t.oid == oid), None)
+
+
+def watch(fetch: Fetch, *, every_s: float, on_exit: Callable[[], object] | None = None) -> None:
+    """Run the live view full screen until the user quits: ``fetch`` every ``every_s`` seconds
+    in the refresher's thread, and ``on_exit`` in that thread once it stops."""
+    WatchApp(fetch, every_s=every_s, on_exit=on_exit).run()

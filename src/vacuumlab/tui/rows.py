@@ -1,6 +1,6 @@
 """What each panel of ``vacuumlab watch`` shows, as rows of cells: a pure function of one
 :class:`~vacuumlab.records.live.LiveView` and of the view's state (sort column, filter). The
-App (cli/watch_app.py) puts the rows on the screen; the keys change only the state, so they
+App (tui/app.py) puts the rows on the screen; the keys change only the state, so they
 never cost a statement.
 """
 
