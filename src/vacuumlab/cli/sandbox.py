@@ -12,7 +12,7 @@ import typer
 
 from vacuumlab.cli.options import DataDir, Format, PgBinOpt, err, out
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.pg.sandbox import Sandbox, refuse_port
 
 sandbox_app = typer.Typer(
     help="Manage the throwaway PostgreSQL the lab runs on.",
@@ -39,14 +39,31 @@ def sandbox_start(
         list[str] | None,
         typer.Option("--set", help="A setting to apply, NAME=VALUE; repeat for more."),
     ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=65535,
+            help="Listen on this TCP port from now on [default: the port the sandbox was "
+            "given when it was created].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Start a long-lived sandbox (created on first use); it runs until `sandbox stop`.
 
-    Example: vacuumlab sandbox start --set autovacuum_naptime=1s
+    The sandbox keeps its port across restarts, so its URL stays valid; it moves only when
+    that port is taken, and says so.
+
+    Example: vacuumlab sandbox start --port 54329 --set autovacuum_naptime=1s
     """
-    sandbox = Sandbox.start(data_dir, pg_bin=pg_bin, keep=True)
-    if set_:
-        for change in sandbox.configure(_settings(set_)):
+    settings = _settings(set_ or [])
+    refuse_port(settings)  # before starting, so a refused request changes nothing
+    sandbox = Sandbox.start(data_dir, pg_bin=pg_bin, keep=True, port=port)
+    for notice in sandbox.notices:
+        err.print(notice)
+    if settings:
+        for change in sandbox.configure(settings):
             err.print(f"set {change.name} = {change.value}")
     status = sandbox.status()
     out.print(f"PostgreSQL {status.major} running in {status.directory}")
@@ -160,5 +177,7 @@ def demo(
 
     with Sandbox.start(data_dir, pg_bin=pg_bin) as sandbox:
         err.print(f"sandbox: PostgreSQL {sandbox.bin.major} in {sandbox.directory}")
+        for notice in sandbox.notices:
+            err.print(notice)
         snap = demo_job.run(sandbox, seconds=seconds, progress=lambda s: err.print(f"· {s}"))
     out.print(render(snap))
