@@ -25,16 +25,22 @@ ExactOpt = Annotated[
 
 def snapshot(
     dsn: DsnArg = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table or json")] = Format.table,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="table or json", metavar="FORMAT")
+    ] = Format.table,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+        Path | None,
+        typer.Option("--output", "-o", help="Write to this file, not stdout.", metavar="FILE"),
     ] = None,
     input_: Annotated[
         Path | None,
-        typer.Option("--input", help="Re-render a saved JSON snapshot; no server needed."),
+        typer.Option(
+            "--input", help="Re-render a saved JSON snapshot; no server needed.", metavar="FILE"
+        ),
     ] = None,
     save: Annotated[
-        Path | None, typer.Option("--save", help="Also save the snapshot as JSON here.")
+        Path | None,
+        typer.Option("--save", help="Also save the snapshot as JSON here.", metavar="FILE"),
     ] = None,
     exact: ExactOpt = False,
     limit: LimitOpt = 25,
@@ -126,18 +132,24 @@ def advise_command(
     interval: Annotated[
         str | None,
         typer.Option(
-            "--interval", help="Take a second snapshot after this long (e.g. 60s) for rates."
+            "--interval",
+            help="Take a second snapshot after this long (e.g. 60s) for rates.",
+            metavar="DURATION",
         ),
     ] = None,
     fmt: Annotated[
-        AdviceFormat, typer.Option("--format", help="table, json, md or html")
+        AdviceFormat, typer.Option("--format", help="table, json, md or html", metavar="FORMAT")
     ] = AdviceFormat.table,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+        Path | None, typer.Option("--output", "-o", help="Write to this file.", metavar="FILE")
     ] = None,
     input_: Annotated[
         list[Path] | None,
-        typer.Option("--input", help="Advise from saved snapshot JSON (one, or two for rates)."),
+        typer.Option(
+            "--input",
+            help="Advise from saved snapshot JSON (one, or two for rates).",
+            metavar="FILE",
+        ),
     ] = None,
     exact: ExactOpt = False,
     limit: LimitOpt = 25,
@@ -158,6 +170,7 @@ def advise_command(
             help="Length of each measuring window of --verify, before and after the changes "
             "(e.g. 5min) [default: as long as --interval].",
             show_default=False,
+            metavar="DURATION",
         ),
     ] = None,
     allow_alter_system: Annotated[

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from vacuumlab.cli.options import DataDir, Format, PgBinOpt, err, out
+from vacuumlab.cli.options import DataDir, Format, PgBinOpt, WordsCommand, err, out
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox, refuse_port
 
@@ -37,7 +37,9 @@ def sandbox_start(
     pg_bin: PgBinOpt = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="A setting to apply, NAME=VALUE; repeat for more."),
+        typer.Option(
+            "--set", help="A setting to apply, NAME=VALUE; repeat for more.", metavar="NAME=VALUE"
+        ),
     ] = None,
     port: Annotated[
         int | None,
@@ -47,6 +49,7 @@ def sandbox_start(
             help="Listen on this TCP port from now on [default: the port the sandbox was "
             "given when it was created].",
             show_default=False,
+            metavar="PORT",
         ),
     ] = None,
 ) -> None:
@@ -73,7 +76,9 @@ def sandbox_start(
 @sandbox_app.command("status")
 def sandbox_status(
     data_dir: DataDir = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table or json")] = Format.table,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="table or json", metavar="FORMAT")
+    ] = Format.table,
 ) -> None:
     """Say whether the sandbox exists and runs, and where.
 
@@ -96,7 +101,9 @@ def sandbox_status(
 @sandbox_app.command("url")
 def sandbox_url(
     data_dir: DataDir = None,
-    database: Annotated[str, typer.Option(help="Database to name in the URL.")] = "postgres",
+    database: Annotated[
+        str, typer.Option(help="Database to name in the URL.", metavar="NAME")
+    ] = "postgres",
 ) -> None:
     """Print the connection URL of the running sandbox.
 
@@ -148,9 +155,12 @@ def sandbox_destroy(
     out.print(f"deleted {sandbox.directory}")
 
 
-@sandbox_app.command("configure")
+@sandbox_app.command("configure", cls=WordsCommand)
 def sandbox_configure(
-    settings: Annotated[list[str], typer.Argument(help="NAME=VALUE pairs; VALUE empty resets.")],
+    settings: Annotated[
+        list[str],
+        typer.Argument(help="NAME=VALUE pairs; VALUE empty resets.", metavar="NAME=VALUE"),
+    ],
     data_dir: DataDir = None,
 ) -> None:
     """Change server settings, validated first; restarts when a setting needs it.
@@ -166,7 +176,9 @@ def sandbox_configure(
 def demo(
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
-    seconds: Annotated[int, typer.Option(min=1, help="How long pgbench churns.")] = 20,
+    seconds: Annotated[
+        int, typer.Option(min=1, help="How long pgbench churns.", metavar="SECONDS")
+    ] = 20,
 ) -> None:
     """Churn a few tables on the sandbox, then print a snapshot of where vacuum stands.
 
