@@ -63,7 +63,10 @@ ReportDirOpt = Annotated[
         metavar="DIR",
     ),
 ]
-_PRESET_HELP = "quick (6 × 90 s), demo (6 × 35 s) or paper (15 clients, 6 × 300 s)."
+_PRESET_HELP = (
+    "quick (6 × 90 s), demo (the defaults against the post's final settings, 2 × 100 s) "
+    "or paper (15 clients, 6 × 300 s)."
+)
 _WARMUP_HELP = "Seconds at the start of each step left out of the summary."
 _CLIENTS_HELP = "pgbench clients [default: 4 per core]."
 _JOBS_HELP = "pgbench threads [default: 1 per core]."
@@ -440,6 +443,9 @@ def _execute(run: Any, display: RunDisplay) -> int:
 def _print_summary(study: str, store: Store, run_id: int) -> None:
     """The churn study also prints its steps' table on the terminal."""
     if study == "churn":
-        from vacuumlab.report.churn_text import summary_table
+        from vacuumlab.report.churn_text import finding, summary_table
 
         out.print(summary_table(store, run_id))
+        line = finding(store, run_id)
+        if line is not None:
+            out.print(line)
