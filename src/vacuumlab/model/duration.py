@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
-from vacuumlab.model import forcing
+from vacuumlab.model import cost, forcing
+from vacuumlab.model.cost import CostSettings
 from vacuumlab.records.snapshot import PagesScanned, Relation
 
 BYPASS_THRESHOLD_PAGES: Final = 0.02
@@ -221,6 +222,25 @@ def pages_read(
     if new >= 1.0:  # the new pages end the older ones' last run and hold the last page
         return new + _read_among(old, q)
     return 1.0 + _read_among(old - 1.0, q)
+
+
+def pages_changed(
+    pages: float, *, touched: float, inserted: float, tuples_per_page: float, spread: Spread
+) -> float:
+    """The pages holding the changes a vacuum cleans up, which it dirties: those the inserts
+    filled, and those ``touched`` rows were updated or deleted on, at the end on pages of
+    their own, at random each page reached with the chance 1 − e^(−touched / older pages).
+    The other pages it reads are all-visible ones in short runs, which it leaves as they are."""
+    per_page = tuples_per_page if tuples_per_page > 1.0 else 1.0
+    new = inserted / per_page
+    if new > pages:
+        new = pages
+    if spread == "at the end":
+        changed = new + touched / per_page
+    else:
+        old = pages - new
+        changed = new + (old * (1.0 - math.exp(-touched / old)) if old >= 1.0 else old)
+    return changed if changed < pages else pages
 
 
 def _read_among(m: float, q: float) -> float:
@@ -492,6 +512,56 @@ def work(
         failsafe=failsafe,
         heap=heap,
     )
+
+
+def vacuum_cost(
+    w: VacuumWork,
+    rel: Relation,
+    *,
+    pages: int,
+    dead: float,
+    settings: CostSettings,
+    missed: float,
+    clean: float,
+) -> float:
+    """The cost the vacuum ``w`` of ``rel`` accrues (bufmgr.c's charges, see cost.heap_cost()):
+
+    - the heap pages it reads, of which those holding the changes since (pages_changed())
+      are dirtied;
+    - unless index vacuuming is skipped, every index page once per pass (btbulkdelete() reads
+      them all), those holding dead entries dirtied, and the heap pages holding dead items
+      read again to free them (lazy_vacuum_heap_rel()). The first pass left those dirty,
+      unless it read them in: its ring (BAS_VACUUM) has written them out since, and the
+      second pass dirties them anew."""
+    relpages, reltuples = rel.relpages, rel.reltuples
+    per_page = reltuples / relpages if relpages > 0 and reltuples > 0 else 1.0
+    changes = w.heap.changes if w.heap is not None else page_changes(rel)
+    changed = pages_changed(
+        float(pages),
+        touched=max(changes.touched, dead),
+        inserted=changes.inserted,
+        tuples_per_page=per_page,
+        spread=changes.spread,
+    )
+    hit, miss, dirty = settings.page_hit, settings.page_miss, settings.page_dirty
+    total = cost.heap_cost(
+        float(w.heap_pages),
+        changed,
+        page_hit=hit,
+        page_miss=miss,
+        page_dirty=dirty,
+        missed=missed,
+        clean=clean,
+    )
+    if w.index_passes > 0 and pages > 0:
+        access = hit + missed * (miss - hit)
+        charged = missed + (1.0 - missed) * clean
+        index = float(w.index_pages)
+        dirtied = index * (1.0 - math.exp(-dead / index)) if index > 0 else 0.0
+        total += w.index_passes * (index * access + dirtied * charged * dirty)
+        second = min(pages * (1.0 - math.exp(-dead / pages)), changed)
+        total += second * (access + missed * dirty)
+    return total
 
 
 def _table_age(server: Mapping[str, str], options: Mapping[str, str], kind: str) -> float:
