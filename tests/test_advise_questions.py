@@ -89,11 +89,13 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     # bypass). Cost (bufmgr.c): each heap page read a hit and a hit on the free space map,
     # 2,000; each index page a hit, 200; the 871 heap pages with dead items (1 - e^(-2.05)
     # of 1,000) a hit again in the second pass: 3,071 if every changed page is still dirty.
-    # Dirtied: the 883 heap pages holding changes (30 filled by the inserts, then 970 ×
-    # (1 - e^(-2,050 / 970))) and the 200 index pages, 20 each where clean: 24,727 if all
-    # are. Clean: the changes go back 650 / 10 = 65 s, and 140 s more to the vacuum: 205 s
-    # over 2 × checkpoint_timeout (300 s) = 0.342; 3,071 + 0.342 × 21,656 = 10,470, / 200 ×
-    # 2 ms = 0.105 s.
+    # Dirtied: the 883 heap pages holding changes (30 filled by the inserts, then 853 = 970 ×
+    # (1 - e^(-2,050 / 970))) and the 200 index pages, 20 each where clean. A page changed k
+    # times is clean only if its last change is older than the last checkpoint: 2 / (k + 1)
+    # of the share for one change, so 600 + 853 × 20 × 2 / (2,050 / 853 + 1) + 200 × 20 × 2 /
+    # (2,050 / 200 + 1) = 11,333 more if every change were old: 14,404. Clean: the changes go
+    # back 650 / 10 = 65 s, and 140 s more to the vacuum: 205 s over 2 × checkpoint_timeout
+    # (300 s) = 0.342; 3,071 + 0.342 × 11,333 = 6,943, / 200 × 2 ms = 0.069 s.
     assert f.relation == "public.orders"
     assert f.severity == "info"
     assert f.title == (
@@ -109,15 +111,15 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     assert e["cycle_seconds"] == 205.0
     assert (e["heap_pages_to_visit"], e["index_pages"], e["index_scan"]) == (1000, 200, True)
     assert e["heap_pages_from"] == "estimated"
-    assert (e["cost_low"], e["cost"], e["cost_high"]) == (3071, 10_470, 24_727)
+    assert (e["cost_low"], e["cost"], e["cost_high"]) == (3071, 6943, 14_404)
     assert (e["pages_missed_share"], e["changed_pages_clean_share"]) == (0.0, 0.342)
-    assert e["estimated_vacuum_seconds"] == 0.105
+    assert e["estimated_vacuum_seconds"] == 0.069
     assert e["estimated_vacuum_seconds_low"] == 0.031
-    assert e["estimated_vacuum_seconds_high"] == 0.247
+    assert e["estimated_vacuum_seconds_high"] == 0.144
     assert "shared buffers" in str(e["assumptions"])
     assert f.recommendations == []
     assert estimate.table_rates(timing_steady()) == {
-        100: (10.0, 140.0, pytest.approx(0.1047, abs=1e-4))
+        100: (10.0, 140.0, pytest.approx(0.0694, abs=1e-4))
     }
 
 
@@ -226,8 +228,8 @@ def test_timing_needs_two_snapshots() -> None:
     assert (f.severity, f.relation, f.title) == ("info", None, "run with --interval 60s for rates")
     # No rates, but the duration of a vacuum at the threshold: 50 dead < 2 % of 1,000 pages is
     # not true for the 2,050 of the threshold, so 1,200 pages; with no rates the age of the
-    # changes is unknown, every changed page taken as clean: 24,496, 0.245 s.
-    assert estimate.table_rates(single) == {100: (None, None, pytest.approx(0.24496, abs=1e-5))}
+    # changes is unknown, taken as old: 14,176, 0.142 s.
+    assert estimate.table_rates(single) == {100: (None, None, pytest.approx(0.14176, abs=1e-5))}
 
 
 # -- workers --------------------------------------------------------------------------------------

@@ -158,6 +158,16 @@ def clean_share(age_s: float, checkpoint_s: float = CHECKPOINT_S) -> float:
     return share if share < 1.0 else 1.0
 
 
+def clean_after(clean: float, changes: float, pages: float) -> float:
+    """The share of ``pages`` holding ``changes`` that are clean, ``clean`` being the share
+    for pages changed once: a page changed ``k`` times, evenly over the same window, is clean
+    only if a checkpoint came after its last change, which is k + 1 times younger than the
+    window on average, so 2 / (k + 1) of that share."""
+    if pages <= 0.0 or changes <= pages:
+        return clean
+    return clean * 2.0 / (changes / pages + 1.0)
+
+
 def missed_share(pages: float, shared_buffers_pages: float | None) -> float:
     """The share of a relation's pages a vacuum reads in rather than finds in shared buffers:
     none while the relation fits in shared_buffers; all of them once it does not. A vacuum
