@@ -25,6 +25,7 @@ from vacuumlab.model import cost as cm
 from vacuumlab.model import duration as vacuum_work
 from vacuumlab.model import rates as rates_model
 from vacuumlab.model.rates import Rates
+from vacuumlab.model.simulator import FIXED_S, PAGE_S
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
@@ -42,8 +43,9 @@ class Duration:
     cost: float  # the best estimate (model.duration.vacuum_cost())
     cost_low: float  # every changed page found in shared buffers still dirty
     cost_high: float  # every changed page found clean
-    missed: float  # the share of pages read in (model.cost.missed_share())
-    clean: float  # the share of changed pages in shared buffers found clean
+    missed: float  # the share of unchanged pages read in (model.cost.missed_share())
+    clean: float  # the share of changed pages found clean
+    work_s: float  # unthrottled: the simulator's fixed and per-page time
     settings: cm.CostSettings
     workers: int  # workers sharing the cost limit
     balanced: bool  # False: the relation has its own cost settings
@@ -55,7 +57,8 @@ class Duration:
         return self.settings.delay_ms > 0 and not self.work.failsafe
 
     def seconds(self, cost: float) -> float:
-        return cm.throttle_seconds(cost, self.settings, workers=self.workers)
+        """The vacuum's length at ``cost``: its unthrottled work and its sleeps."""
+        return self.work_s + cm.throttle_seconds(cost, self.settings, workers=self.workers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,7 @@ class Estimate:
 
     @property
     def vacuum_seconds(self) -> float | None:
-        """The throttled sleep of the next vacuum, the best estimate."""
+        """How long the next vacuum takes, throttled: the best estimate."""
         d = self.duration
         return d.seconds(d.cost) if d is not None and d.throttled else None
 
@@ -127,7 +130,9 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                         missed=missed,
                         clean=clean,
                     )
-                    seconds = cm.throttle_seconds(spent, settings, workers=workers)
+                    seconds = work_seconds(w) + cm.throttle_seconds(
+                        spent, settings, workers=workers
+                    )
             dead = rates.dead_per_second if rates else None
             result[t.relation.oid] = (dead, to_vacuum, seconds)
     return result
@@ -213,11 +218,18 @@ def _duration(
         cost_high=spent(1.0),
         missed=missed,
         clean=clean,
+        work_s=work_seconds(w),
         settings=settings,
         workers=workers,
         balanced=balanced,
         work=w,
     )
+
+
+def work_seconds(w: vacuum_work.VacuumWork) -> float:
+    """The time a vacuum spends working between its sleeps, as the simulator takes it: a fixed
+    cost and a time per page visited (model.simulator.FIXED_S, PAGE_S)."""
+    return FIXED_S + w.pages_visited * PAGE_S
 
 
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]

@@ -132,19 +132,28 @@ def heap_cost(
     """The cost of a vacuum's pass over ``read`` heap pages, ``changed`` of them holding the
     changes it cleans up (pruned, frozen or set all-visible: dirtied).
 
-    - Each page read costs a hit, or a miss for the ``missed`` share not in shared buffers: a
-      miss is charged instead of the hit, when the read is issued (PinBufferForBlock() and
-      AsyncReadBuffers() in bufmgr.c); the free space map adds a hit (FSM_HITS_PER_PAGE).
+    - Each page read costs a hit if found in shared buffers, else a miss, charged instead of
+      the hit when the read is issued (PinBufferForBlock() and AsyncReadBuffers() in
+      bufmgr.c); the free space map adds a hit (FSM_HITS_PER_PAGE).
+    - The changed pages are found in shared buffers: the workload has just read them. The
+      others, all-visible pages read only because their run is short (SKIP_PAGES_THRESHOLD in
+      vacuumlazy.c), are missed in the ``missed`` share (missed_share()).
     - A page costs vacuum_cost_page_dirty only when it was clean as vacuum dirtied it
-      (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set). A page read in was
-      written out before it left shared buffers, so a missed one is clean; of those found in
-      shared buffers, a page the workload changed is still dirty unless a checkpoint wrote it
-      since: ``clean`` of them (clean_share()). The all-visible pages read only because their
-      run is short (SKIP_PAGES_THRESHOLD in vacuumlazy.c) are left as they are."""
+      (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set): a changed page is
+      still dirty unless a checkpoint wrote it since, ``clean`` of them (clean_share()). The
+      all-visible pages are left as they are.
+
+    Held against PostgreSQL 18's log ("buffer usage: N hits, M reads, K dirtied") for a
+    21,800-page table: 959 appended pages read, 1,954 hits, 0 reads, 0 dirtied; 8,325 pages
+    read after updates on about 740, 14,460 hits, 2,226 reads, 82 dirtied."""
     dirtied = changed if changed < read else read
-    charged = missed + (1.0 - missed) * clean
-    access = page_hit + missed * (page_miss - page_hit) + FSM_HITS_PER_PAGE * page_hit
-    return read * access + dirtied * charged * page_dirty
+    unchanged = read - dirtied
+    return (
+        unchanged * (page_hit + missed * (page_miss - page_hit))
+        + dirtied * page_hit
+        + read * FSM_HITS_PER_PAGE * page_hit
+        + dirtied * clean * page_dirty
+    )
 
 
 def clean_share(age_s: float, checkpoint_s: float = CHECKPOINT_S) -> float:
@@ -169,15 +178,15 @@ def clean_after(clean: float, changes: float, pages: float) -> float:
 
 
 def missed_share(pages: float, shared_buffers_pages: float | None) -> float:
-    """The share of a relation's pages a vacuum reads in rather than finds in shared buffers:
-    none while the relation fits in shared_buffers; all of them once it does not. A vacuum
-    reads through its own small ring (GetAccessStrategy(BAS_VACUUM) in vacuum.c, 2 MB by
-    default on 18: vacuum_buffer_usage_limit), and so do sequential scans of a table larger
-    than a quarter of shared_buffers (BAS_BULKREAD, initscan() in heapam.c): neither keeps such
-    a table cached for the next vacuum. None: shared_buffers unknown, taken as cached."""
+    """The share of a relation's pages a vacuum reads in rather than finds in shared buffers,
+    of those the workload has not just touched: what does not fit, 1 − shared_buffers /
+    pages, were the relation alone in them. A vacuum reads through a small ring of its own
+    (GetAccessStrategy(BAS_VACUUM) in vacuum.c, 2 MB by default on 18), and so do sequential
+    scans of a table larger than a quarter of shared_buffers (BAS_BULKREAD, initscan() in
+    heapam.c): neither brings more of it in. None: shared_buffers unknown, taken as cached."""
     if shared_buffers_pages is None or pages <= shared_buffers_pages:
         return 0.0
-    return 1.0
+    return 1.0 - shared_buffers_pages / pages
 
 
 def throttle_seconds(cost: float, settings: CostSettings, *, workers: int = 1) -> float:

@@ -576,9 +576,9 @@ def vacuum_cost(
       are dirtied;
     - unless index vacuuming is skipped, every index page once per pass (btbulkdelete() reads
       them all), those holding dead entries dirtied, and the heap pages holding dead items
-      read again to free them (lazy_vacuum_heap_rel()). The first pass left those dirty,
-      unless it read them in: its ring (BAS_VACUUM) has written them out since, and the
-      second pass dirties them anew."""
+      read again to free them (lazy_vacuum_heap_rel()), found in shared buffers and left
+      dirty by the first pass: a hit each. Index pages are missed in the ``missed`` share
+      too."""
     relpages, reltuples = rel.relpages, rel.reltuples
     per_page = reltuples / relpages if relpages > 0 and reltuples > 0 else 1.0
     changes = w.heap.changes if w.heap is not None else page_changes(rel)
@@ -597,13 +597,12 @@ def vacuum_cost(
         clean=clean,
     )
     if w.index_passes > 0 and pages > 0:
-        access = hit + missed * (miss - hit)
         index = float(w.index_pages)
         dirtied = index * (1.0 - math.exp(-dead / index)) if index > 0 else 0.0
-        charged = missed + (1.0 - missed) * cost.clean_after(clean, dead, dirtied)
+        charged = cost.clean_after(clean, dead, dirtied)
+        access = hit + missed * (miss - hit)
         total += w.index_passes * (index * access + dirtied * charged * dirty)
-        second = pages * (1.0 - math.exp(-dead / pages))
-        total += second * (access + missed * dirty)
+        total += pages * (1.0 - math.exp(-dead / pages)) * hit
     return total
 
 
