@@ -86,11 +86,21 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     # at random: a page keeps its bit with e^(-2.05) = 13 %, so 5 % of the pages are
     # skippable, in runs far shorter than 32: vacuum reads all 1,000 (vacuumlazy.c), not
     # 1,000 - 400. With 200 index pages (2,050 dead tuples can fill 20 or more pages: no
-    # bypass): 1,200 × (1 + 20) = 25,200 cost; / 200 × 2 ms = 0.252 s.
+    # bypass). Cost (bufmgr.c): each heap page read a hit and a hit on the free space map,
+    # 2,000; each index page a hit, 200; the 871 heap pages with dead items (1 - e^(-2.05)
+    # of 1,000) a hit again in the second pass: 3,071 if every changed page is still dirty.
+    # Dirtied: the 883 heap pages holding changes (30 filled by the inserts, then 853 = 970 ×
+    # (1 - e^(-2,050 / 970))) and the 200 index pages, 20 each where clean. A page changed k
+    # times is clean only if its last change is older than the last checkpoint: 2 / (k + 1)
+    # of the share for one change, so 600 + 853 × 20 × 2 / (2,050 / 853 + 1) + 200 × 20 × 2 /
+    # (2,050 / 200 + 1) = 11,333 more if every change were old: 14,404. Clean: the changes go
+    # back 650 / 10 = 65 s, and 140 s more to the vacuum: 205 s over 2 × checkpoint_timeout
+    # (300 s) = 0.342; 3,071 + 0.342 × 11,333 = 6,943, / 200 × 2 ms = 0.069 s of sleeps, and
+    # the work between them: 3 ms and 20 µs for each of the 1,200 pages, 0.027 s: 0.096 s.
     assert f.relation == "public.orders"
     assert f.severity == "info"
     assert f.title == (
-        "next autovacuum in 2.3 min to 3.3 min (by dead tuples); it should take about 0.3 s"
+        "next autovacuum in 2.3 min to 3.3 min (by dead tuples); it should take about 0.1 s"
     )
     e = f.evidence
     assert e["dead_per_second"] == 10.0
@@ -102,16 +112,20 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     assert e["cycle_seconds"] == 205.0
     assert (e["heap_pages_to_visit"], e["index_pages"], e["index_scan"]) == (1000, 200, True)
     assert e["heap_pages_from"] == "estimated"
-    assert (e["cost_dirtied"], e["cost_clean"]) == (25_200, 1200)
-    assert e["estimated_vacuum_seconds"] == 0.252
-    assert e["estimated_vacuum_seconds_clean"] == 0.012
+    assert (e["cost_low"], e["cost"], e["cost_high"]) == (3071, 6943, 14_404)
+    assert (e["pages_missed_share"], e["changed_pages_clean_share"]) == (0.0, 0.342)
+    assert e["estimated_vacuum_seconds"] == 0.096
+    assert e["estimated_vacuum_seconds_low"] == 0.058
+    assert e["estimated_vacuum_seconds_high"] == 0.171
     assert "shared buffers" in str(e["assumptions"])
     assert f.recommendations == []
-    assert estimate.table_rates(timing_steady()) == {100: (10.0, 140.0, 0.252)}
+    assert estimate.table_rates(timing_steady()) == {
+        100: (10.0, 140.0, pytest.approx(0.0964, abs=1e-4))
+    }
 
 
 def timing_queue(**options: str) -> Context:
-    """A sparse queue: 1,000 rows on 50,000 pages, two indexes on 10,000 pages; an autovacuum
+    """A sparse queue: 1,000 rows on 200,000 pages, two indexes on 10,000 pages; an autovacuum
     ended 1.5 s before the second snapshot, 150 dead tuples since; 3,000 updates and 3,000
     deletes in the interval (pruned or vacuumed: they do not count); two other autovacuums
     run."""
@@ -119,7 +133,7 @@ def timing_queue(**options: str) -> Context:
         200,
         "jobs",
         reltuples=1000.0,
-        relpages=50_000,
+        relpages=200_000,
         index_bytes=10_000 * BLOCK,
         n_indexes=2,
         n_live_tup=1000,
@@ -149,20 +163,23 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
     # A vacuum ended 1.5 s before the second snapshot: 150 dead tuples since = 100/s (not the
     # 6,000 updates and deletes: pruning removes dead versions between vacuums).
     # Threshold 50 + 0.2 × 1,000 = 250: (250 - 150) / 100 = 1.0 s. 250 dead tuples fill at most
-    # 250 < 2 % × 50,000 = 1,000 pages: index vacuuming is bypassed, only the 50,000 heap
-    # pages count: 50,000 × 21 = 1,050,000, at 200 / 2 workers and 2 ms: 21 s.
+    # 250 < 2 % × 200,000 = 4,000 pages: index vacuuming is bypassed, only the 200,000 heap
+    # pages count, each a hit and a hit on the free space map: 400,000; the 350 holding the
+    # changes (250 updated or deleted, 100 inserted, a page each) are dirtied, 20 each where
+    # clean, and they are 2.5 s old of 2 × 300 s: 400,029, at 200 / 2 workers and 2 ms: 8.0 s
+    # of sleeps; and 4.0 s of work between them, 3 ms and 20 µs a page: 12 s.
     assert f.severity == "warning"
-    assert f.title == "next autovacuum in 1.0 s to 61 s (by dead tuples); it should take about 21 s"
+    assert f.title == "next autovacuum in 1.0 s to 61 s (by dead tuples); it should take about 12 s"
     assert f.evidence["dead_rate_from"] == "n_dead_tup since the vacuum in between"
     assert f.evidence["dead_per_second"] == 100.0
     assert f.evidence["index_scan"] is False
     assert f.evidence["workers_sharing_limit"] == 2
-    assert f.evidence["estimated_vacuum_seconds"] == 21.0
+    assert f.evidence["estimated_vacuum_seconds"] == 12.004
     assert f.evidence["cycle_seconds"] == 2.5
-    # 21 s > the 2.5 s cycle: an own limit so it finishes in 1.25 s:
-    # 1,050,000 × 0.002 / 1.25 = 1,680 -> 1,700. And the 2.5 s cycle beats naptime 60 s.
+    # 12 s > the 2.5 s cycle: an own limit so it sleeps 1.25 s:
+    # 400,029 × 0.002 / 1.25 = 640 -> 700. And the 2.5 s cycle beats naptime 60 s.
     assert sqls(f) == [
-        'ALTER TABLE "public"."jobs" SET ("autovacuum_vacuum_cost_limit" = \'1700\');',
+        'ALTER TABLE "public"."jobs" SET ("autovacuum_vacuum_cost_limit" = \'700\');',
         "ALTER SYSTEM SET \"autovacuum_naptime\" = '10s'; SELECT pg_reload_conf();",
     ]
     assert "6,000 more dead tuples" in f.recommendations[1].reason  # 100/s × 60 s
@@ -191,11 +208,14 @@ def _fields(rel: Relation) -> dict[str, object]:
 
 
 def test_timing_honours_index_cleanup_and_own_cost_settings() -> None:
-    # vacuum_index_cleanup = on: no bypass, so 60,000 pages × 21 / 100 × 2 ms = 25.2 s.
+    # vacuum_index_cleanup = on: no bypass, so 10,000 index pages more and the 250 heap pages
+    # with dead items read again: 410,250 and the dirty charges, / 100 × 2 ms = 8.2 s, and
+    # 4.2 s of work for 210,000 pages.
     rates = estimate.table_rates(timing_queue(vacuum_index_cleanup="on"))
-    assert rates[200] == (100.0, 1.0, 25.2)
-    # Its own cost limit of 1,000: unbalanced, 1,050,000 / 1,000 × 2 ms = 2.1 s.
-    assert estimate.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))[200][2] == 2.1
+    assert rates[200] == (100.0, 1.0, pytest.approx(8.206 + 4.203, abs=1e-3))
+    # Its own cost limit of 1,000: unbalanced, 400,029 / 1,000 × 2 ms = 0.8 s, and the work.
+    rates = estimate.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))
+    assert rates[200][2] == pytest.approx(0.80006 + 4.003, abs=1e-5)
     # Its own delay of 0: unthrottled, no estimate.
     [f] = timing.findings(timing_queue(autovacuum_vacuum_cost_delay="0"))
     assert f.title.endswith("; it runs unthrottled")
@@ -208,8 +228,9 @@ def test_timing_needs_two_snapshots() -> None:
     [f] = timing.findings(single)
     assert (f.severity, f.relation, f.title) == ("info", None, "run with --interval 60s for rates")
     # No rates, but the duration of a vacuum at the threshold: 50 dead < 2 % of 1,000 pages is
-    # not true for the 2,050 of the threshold, so 1,200 pages: 0.252 s.
-    assert estimate.table_rates(single) == {100: (None, None, 0.252)}
+    # not true for the 2,050 of the threshold, so 1,200 pages; with no rates the age of the
+    # changes is unknown, taken as old: 14,176, 0.142 s, and 0.027 s of work.
+    assert estimate.table_rates(single) == {100: (None, None, pytest.approx(0.16876, abs=1e-5))}
 
 
 # -- workers --------------------------------------------------------------------------------------
@@ -303,8 +324,10 @@ def test_tables_waiting_for_a_busy_worker_leave_the_warning_to_the_workers_quest
 def test_many_slow_vacuums_under_the_shared_budget_are_the_budgets_to_fix() -> None:
     """Three tables whose vacuums all outlast their cycles under the one shared budget: a
     cost limit of each one's own would only raise the budget three times over, out of
-    balancing. Each says so at info and points to the budget, which recommends the change."""
-    ctx = workers_context((20_000, 20_000, 20_000), 6000, running=3)
+    balancing. Each says so at info and points to the budget, which recommends the change.
+    Each reads 60,000 pages at a hit and a hit on the free space map: 120,000 / (200 / 3) ×
+    2 ms = 3.6 s of sleeps, over the 2.5 s cycle."""
+    ctx = workers_context((60_000, 60_000, 60_000), 6000, running=3)
     found = timing.findings(ctx)
     assert len(found) == 3
     assert {f.severity for f in found} == {"info"}

@@ -7,6 +7,10 @@ import pytest
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model.cost import (
     CostSettings,
+    clean_after,
+    clean_share,
+    heap_cost,
+    missed_share,
     pages_per_second,
     predicted_duration,
     throttle_seconds,
@@ -179,3 +183,59 @@ def test_programming_errors() -> None:
         pages_per_second(-1, STOCK)
     with pytest.raises(ValueError, match="negative"):
         vacuum_cost(-1, 0, 0, STOCK)
+
+
+# -- what each page costs (bufmgr.c, freespace.c) ---------------------------------------------
+
+
+def test_each_page_read_costs_a_hit_and_a_hit_on_the_free_space_map() -> None:
+    """8,325 pages read, none changed, all in shared buffers: RecordPageWithFreeSpace() adds
+    one access per page, 2 × 8,325 = 16,650 (0.17 s at 200 / 2 ms), not 8,325."""
+    cost = heap_cost(8325, 0, page_hit=1, page_miss=2, page_dirty=20)
+    assert cost == 16_650
+    assert throttle_seconds(cost, STOCK) == pytest.approx(0.1665)
+
+
+def test_only_changed_pages_that_were_clean_pay_the_dirty_charge() -> None:
+    """MarkBufferDirty() charges vacuum_cost_page_dirty only for a buffer not already dirty:
+    800 changed pages of 8,325 read, a quarter of them clean: 16,650 + 200 × 20."""
+    cost = heap_cost(8325, 800, page_hit=1, page_miss=2, page_dirty=20, clean=0.25)
+    assert cost == 16_650 + 200 * 20
+    # Every changed page still dirty from the workload: no dirty charge at all.
+    assert heap_cost(8325, 800, page_hit=1, page_miss=2, page_dirty=20, clean=0.0) == 16_650
+    # Never more changed pages dirtied than pages read.
+    assert heap_cost(10, 50, page_hit=1, page_miss=2, page_dirty=20) == 10 * 2 + 10 * 20
+
+
+def test_unchanged_pages_read_in_cost_a_miss_and_changed_ones_are_found_cached() -> None:
+    """A page not in shared buffers costs vacuum_cost_page_miss instead of the hit. The pages
+    the workload just changed are in shared buffers; of the 7,212 others read, a quarter
+    missed: 7,212 × 1.25 + 800 × 1 + 8,012 (free space map) = 17,827."""
+    cost = heap_cost(8012, 800, page_hit=1, page_miss=2, page_dirty=20, missed=0.25, clean=0.0)
+    assert cost == pytest.approx(7212 * 1.25 + 800 + 8012)
+    # PostgreSQL 18's log, 21,800 pages of which 16,384 fit in shared_buffers: 8,325 read,
+    # "14,460 hits, 2,226 reads, 82 dirtied", a cost of 20,552; predicted from the 737 pages
+    # 750 updates reach and the 0.25 that does not fit, a tenth of them clean: 20,511.
+    logged = vacuum_cost(14_460, 2226, 82, STOCK)
+    predicted = heap_cost(8325, 737, page_hit=1, page_miss=2, page_dirty=20, missed=0.25, clean=0.1)
+    assert predicted == pytest.approx(logged, rel=0.05)
+
+
+def test_clean_share_grows_with_the_age_of_the_changes_over_two_checkpoint_timeouts() -> None:
+    assert clean_share(60.0, 300.0) == pytest.approx(0.1)
+    assert clean_share(600.0, 300.0) == 1.0
+    assert clean_share(-5.0, 300.0) == 0.0
+    assert clean_share(math.inf) == 1.0
+
+
+def test_a_page_changed_many_times_is_clean_only_past_its_last_change() -> None:
+    """1,050 changes on 100 pages, 10.5 each: the last is 11.5 times younger than the window
+    on average, so 2 / 11.5 of the share for pages changed once."""
+    assert clean_after(0.2, 1050, 100) == pytest.approx(0.2 * 2 / 11.5)
+    assert clean_after(0.2, 50, 100) == 0.2  # at most one change a page
+
+
+def test_what_does_not_fit_in_shared_buffers_is_read_in() -> None:
+    assert missed_share(21_800, 16_384) == pytest.approx(1 - 16_384 / 21_800)
+    assert missed_share(10_000, 16_384) == 0.0
+    assert missed_share(21_800, None) == 0.0

@@ -251,3 +251,79 @@ def test_timing_says_how_the_pages_were_found() -> None:
     assert g.evidence["heap_pages_from"] == "pg_visibility_map"
     assert g.evidence["heap_pages_to_visit"] == 6518
     assert "6,518 heap pages (counted from the visibility map)" in g.detail
+
+
+# -- what the pages read cost -------------------------------------------------------------------
+
+
+def test_the_pages_changed_are_those_the_inserts_filled_and_the_updates_reached() -> None:
+    """21,800 pages of 23 rows: 750 rows updated at random reach 21,800 × (1 − e^(−750 /
+    21,800)) = 737 pages; 23,000 rows appended fill 1,000 pages of their own."""
+    scattered = duration.pages_changed(
+        21_800.0, touched=750.0, inserted=0.0, tuples_per_page=23.0, spread="random"
+    )
+    assert scattered == pytest.approx(737.3, abs=0.1)
+    appended = duration.pages_changed(
+        22_800.0, touched=0.0, inserted=23_000.0, tuples_per_page=23.0, spread="at the end"
+    )
+    assert appended == pytest.approx(1000.0)
+
+
+def test_the_heap_cost_charges_the_dirty_cost_only_for_changed_pages() -> None:
+    """8,325 pages read of 21,800 (the short runs among 737 changed pages): each a hit and a
+    hit on the free space map, 16,650, and the 737 changed pages 20 each where clean. Before,
+    every page read paid hit + dirty (174,825) or a hit alone (8,325)."""
+
+    def cost(missed: float, clean: float) -> float:
+        return duration.heap_cost(
+            8325.0,
+            21_800.0,
+            touched=750.0,
+            inserted=0.0,
+            tuples_per_page=23.0,
+            page_hit=1.0,
+            page_miss=2.0,
+            page_dirty=20.0,
+            missed=missed,
+            clean=clean,
+        )
+
+    assert cost(0.0, 0.0) == pytest.approx(16_650.0)
+    # 750 changes on 737 pages: 1.017 a page, clean 2 / 2.017 of the share for one change.
+    assert cost(0.0, 0.5) == pytest.approx(16_650.0 + 737.3 * 0.5 * 2 / 2.017 * 20, abs=2)
+    # Read in, the unchanged pages cost a miss; the changed ones the workload has just read.
+    assert cost(1.0, 0.0) == pytest.approx((8325 - 737.3) * 2 + 737.3 + 8325, abs=2)
+
+
+def test_the_advisor_reads_a_table_larger_than_shared_buffers_as_misses() -> None:
+    """The same table against 128 MB of shared_buffers (16,384 pages) and 1 GB: in 128 MB a
+    quarter of it does not fit, and of the pages it reads that the workload did not just
+    change, that share costs a miss (2) where it cost a hit (1)."""
+    due = {"autovacuum_vacuum_threshold": "700", "autovacuum_vacuum_scale_factor": "0"}
+    before = relation(
+        100,
+        "big",
+        reltuples=500_000.0,
+        relpages=21_800,
+        relallvisible=21_800,
+        n_live_tup=500_000,
+        reloptions=due,
+    )
+    after = changed(before, n_dead_tup=750, n_tup_upd=750)
+
+    def evidence(shared_buffers: str) -> dict[str, object]:
+        values = {"shared_buffers": shared_buffers}
+        ctx = context(
+            snapshot(Table(heap=before, toast=None), values=values),
+            snapshot(Table(heap=after, toast=None), seconds=60, values=values),
+        )
+        [f] = timing.findings(ctx)
+        return dict(f.evidence)
+
+    small, large = evidence("16384"), evidence("131072")
+    share = round(1 - 16_384 / 21_800, 3)
+    assert (small["pages_missed_share"], large["pages_missed_share"]) == (share, 0.0)
+    pages = small["heap_pages_to_visit"]
+    assert isinstance(pages, int)
+    assert isinstance(large["cost"], int)
+    assert small["cost"] == pytest.approx(large["cost"] + (pages - 737) * share, abs=5)

@@ -11,6 +11,7 @@ import pytest
 from advise_fixtures import changed, relation, snapshot
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import duration, whatif
+from vacuumlab.model.cost import clean_after
 from vacuumlab.model.forecast import forecast, inputs
 from vacuumlab.model.simulator import (
     COUNTED_DURING,
@@ -23,6 +24,20 @@ from vacuumlab.model.simulator import (
 )
 from vacuumlab.records.simulation import Simulation
 from vacuumlab.records.snapshot import Database, Snapshot, Table, XidState
+
+#: The cost of a vacuum of subject()'s 10 pages holding 300 dead tuples, with no rate (its
+#: changes taken as old): each page a hit and a hit on the free space map, 20; every page
+#: changed, 30 times, and clean only when its last change is older than the last checkpoint,
+#: 2 / 31 of them (cost.clean_after()): 200 × 2 / 31 more.
+COST_10 = 20 + 10 * 20 * 2 / 31
+
+
+def heap_cost(read: float, pages: float, touched: float, clean: float) -> float:
+    """What a vacuum reading ``read`` of ``pages`` pages pays when ``touched`` rows changed at
+    random: each page read a hit and a hit on the free space map; each changed page 20 in the
+    share that is clean (cost.clean_after() of ``clean``, the share for pages changed once)."""
+    changed = pages * (1 - math.exp(-touched / pages))
+    return read * 2 + changed * 20 * clean_after(clean, touched, changed)
 
 
 def subject(order: int, **fields: object) -> Subject:
@@ -93,7 +108,9 @@ def test_the_counter_after_a_vacuum_holds_what_died_while_it_ran() -> None:
     s = subject(1, dead=300.0, dead_per_second=1.0, own_limit=1.0, own_delay_ms=10.0)
     out = simulate([s], launcher(), 100)
     duration = out.tallies[0].durations[0]
-    assert duration > 1  # throttled: 10 pages × 21 cost / 1 per 10 ms, about 2 s
+    # Throttled: its changes are 300 s old, half as clean as COST_10 takes them: 26.5 / 1 per
+    # 10 ms, about 0.27 s.
+    assert duration > 0.25
     assert out.tallies[0].peak_dead == pytest.approx(300 + duration, rel=0.01)
     start, end = out.spans[0].start, out.spans[0].end
     # After it: COUNTED_DURING of what died meanwhile, then 1/s until the window closes.
@@ -104,7 +121,7 @@ def test_the_counter_after_a_vacuum_holds_what_died_while_it_ran() -> None:
 def test_a_worker_builds_its_list_once_and_a_later_crossing_waits_for_the_next_worker() -> None:
     """t1 is due at the first launch and takes 30 s; t2 passes its threshold at 5 s, while
     the only worker is busy with the list it built at 0: t2 waits for the launch at 60 s."""
-    slow = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 30 / 210)
+    slow = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 30 / COST_10)
     late = subject(2, dead=200.0, dead_per_second=10.0)  # passes 250 at 5 s
     out = simulate([slow, late], launcher(workers=3), 120)
     assert out.tallies[0].starts == [0.0]
@@ -157,8 +174,9 @@ def test_worker_slots_bound_how_many_vacuums_run_at_once() -> None:
 
 def test_balanced_workers_share_the_cost_limit_and_own_settings_do_not() -> None:
     """Alone, a first vacuum of 100,000 pages, none all-visible, reads them all and sleeps
-    100,000 × 21 / 200 × 2 ms = 21 s; with two more workers sharing the limit three times
-    as long. One with its own limit keeps its pace and leaves the others a larger share."""
+    for their cost (heap_cost()) at 200 per 2 ms; with two more workers sharing the limit
+    three times as long. One with its own limit keeps its pace and leaves the others a
+    larger share."""
     big = {"dead": 100_000.0, "pages": 100_000.0}
     fast = launcher(naptime_s=0.01)
     alone = simulate([subject(1, **big)], fast, 100).tallies[0]
@@ -173,7 +191,7 @@ def test_balanced_workers_share_the_cost_limit_and_own_settings_do_not() -> None
         100,
     ).tallies
     visited = 100_000
-    sleep = visited * 21 / 200 * 0.002
+    sleep = heap_cost(visited, visited, 100_000, 1.0) / 200 * 0.002
     work = FIXED_S + visited * 2e-5  # unthrottled: not shared
     assert alone.durations[0] == pytest.approx(sleep + work, rel=0.001)
     assert shared[1].durations[0] == pytest.approx(3 * sleep + work, rel=0.01)
@@ -189,7 +207,7 @@ def test_the_launcher_splits_naptime_among_databases_but_not_below_100_ms() -> N
 
 
 def test_with_every_slot_busy_the_launch_waits_for_a_worker_to_exit() -> None:
-    long = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 90 / 210)
+    long = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 90 / COST_10)
     other = subject(2, dead=300.0)
     out = simulate([long, other], launcher(workers=1), 200)
     # The launch due at 60 s finds no slot; the worker exits at about 90 s and a new one
@@ -284,17 +302,18 @@ def test_a_vacuum_reads_the_pages_changed_since_the_last_one_and_the_short_runs(
     about 600 rows have changed at random, on about 580 pages. PostgreSQL skips only runs of at
     least 32 all-visible pages (vacuumlazy.c), and with a changed page every 17 pages or so
     most runs are shorter: the next vacuum reads about 5,900 pages, not 580, as the advisor's
-    model says (duration.pages_read()). (Each pays for the pages it dirties in the share
-    clean_share() gives for changes that old.)"""
+    model says (duration.pages_read()). (Each pays for the changed pages it dirties in the
+    share clean_share() gives for changes that old.)"""
     from vacuumlab.model.simulator import clean_share
 
     s = subject(1, dead=300.0, dead_per_second=10.0, pages=10_000.0)
     first, second = simulate([s], launcher(), 130).tallies[0].durations[:2]
 
-    def expected(pages: float, age: float) -> float:
-        return pages * (1 + 20 * clean_share(age)) / 200 * 0.002 + FIXED_S + pages * 2e-5
+    def expected(read: float, touched: float, age: float) -> float:
+        cost = heap_cost(read, 10_000, touched, clean_share(age))
+        return cost / 200 * 0.002 + FIXED_S + read * 2e-5
 
-    assert first == pytest.approx(expected(10_000, 300 / 10), rel=0.01)
+    assert first == pytest.approx(expected(10_000, 300, 300 / 10), rel=0.01)
     visited = duration.pages_read(
         10_000,
         counted=10_000,
@@ -305,7 +324,7 @@ def test_a_vacuum_reads_the_pages_changed_since_the_last_one_and_the_short_runs(
         spread="random",
     )
     assert visited == pytest.approx(5900, rel=0.01)
-    assert second == pytest.approx(expected(visited, 60 - first), rel=0.05)
+    assert second == pytest.approx(expected(visited, 600, 60 - first), rel=0.05)
 
 
 def test_changes_before_the_window_reach_the_first_vacuum() -> None:
@@ -327,7 +346,8 @@ def test_changes_before_the_window_reach_the_first_vacuum() -> None:
         spread="random",
     )
     assert read > 2500
-    assert some == pytest.approx(read * 21 / 200 * 0.002 + FIXED_S + read * 2e-5, rel=0.01)
+    cost = heap_cost(read, 10_000, 300, 1.0)
+    assert some == pytest.approx(cost / 200 * 0.002 + FIXED_S + read * 2e-5, rel=0.01)
 
 
 def test_vacuum_pays_no_dirty_cost_for_pages_the_workload_left_dirty() -> None:
@@ -349,7 +369,9 @@ def test_vacuum_pays_no_dirty_cost_for_pages_the_workload_left_dirty() -> None:
     assert second < heap * (1 + 20 * 0.05) * 10 / 10 / 1000 + 0.05
     cold = subject(1, pages=100.0, dead_per_second=0.25, dead=0.0)  # 1,000 s to its threshold
     (first,) = simulate([cold], fast, 1_200.0).tallies[0].durations
-    assert first > heap * 20 * 10 / 10 / 1000  # its changes are old: it pays for dirtying
+    # Its changes are old: it pays for dirtying the pages whose last change a checkpoint
+    # has written since.
+    assert first > heap * 20 * clean_after(1.0, 250, heap) * 10 / 10 / 1000
 
 
 def test_a_table_what_if_rebuilds_only_that_table_and_gives_the_same_forecast() -> None:
@@ -365,16 +387,18 @@ def test_a_table_what_if_rebuilds_only_that_table_and_gives_the_same_forecast() 
 def test_after_its_indexes_vacuum_revisits_the_heap_pages_that_held_dead_tuples() -> None:
     """lazy_vacuum_heap_rel(): once the index entries are gone, the heap pages with dead items
     are visited again (each a buffer hit, already dirty). 1,000 dead tuples on 1,000 pages
-    with an index of 100: 1,000 × 21 for the scan, 100 + 100 × 20 for the index, 632 for the
-    pages the dead tuples sit on; at a limit of 1 per ms every cost unit is a millisecond."""
+    with an index of 100: heap_cost() for the scan, 100 for the index and its 100 pages
+    dirtied (10 dead entries each, clean 2 / 11 of the time), 632 for the pages the dead
+    tuples sit on; at a limit of 1 per ms every cost unit is a millisecond."""
     s = subject(
         1, dead=1000.0, pages=1000.0, n_indexes=1, index_pages=100.0, own_limit=1.0,
         own_delay_ms=1.0,
     )  # fmt: skip
     (duration,) = simulate([s], launcher(), 60).tallies[0].durations
     second = 1000 * (1 - math.exp(-1))
-    index_dirtied = 100 * (1 - math.exp(-10)) * 20
-    cost = 1000 * 21 + 100 + index_dirtied + second
+    index_pages = 100 * (1 - math.exp(-10))
+    index_dirtied = index_pages * 20 * clean_after(1.0, 1000, index_pages)
+    cost = heap_cost(1000, 1000, 1000, 1.0) + 100 + index_dirtied + second
     work = FIXED_S + (1000 + 100 + second) * 2e-5
     assert duration == pytest.approx(cost / 1000 + work, rel=0.001)
 
@@ -388,7 +412,7 @@ def test_a_worker_rechecks_a_relation_that_another_worker_vacuumed_meanwhile(
     every second take t2. At 1,000 dead tuples/s t2 has passed its threshold again when the
     first worker reaches it, which takes it at once; at 90/s (2.8 s to its threshold, last
     vacuumed at 7 s) it has not, and the first worker skips it and exits."""
-    long = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 9.5 / 210)
+    long = subject(1, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 9.5 / COST_10)
     hot = subject(2, dead=300.0, dead_per_second=rate)
     out = simulate([long, hot], launcher(naptime_s=1.0, workers=2), 12)
     (first,) = [s for s in out.spans if s.subject == 0]
@@ -408,11 +432,11 @@ def test_first_starts_stop_early_and_give_the_tallies_first_starts() -> None:
         subject(2, dead=100.0, dead_per_second=20.0),
         subject(3, dead_per_second=0.5),
         subject(4, label="public.t4 (TOAST)", is_toast=True, dead=400.0),
-        subject(5, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 30 / 210),
+        subject(5, dead=300.0, own_limit=1.0, own_delay_ms=1000 * 30 / COST_10),
         subject(6, inserted=900.0, insert_base=1000.0, inserts_per_second=3.0),
         subject(7, dead_per_second=0.25),  # crosses 1,000 s in
         subject(8),  # quiet: never in the loop
-        subject(9, dead=260.0, own_limit=1.0, own_delay_ms=1000 * 900 / 210, pages=10.0),
+        subject(9, dead=260.0, own_limit=1.0, own_delay_ms=1000 * 900 / COST_10, pages=10.0),
     ]
     for workers, seconds in ((1, 1000.0), (2, 1000.0), (3, 3600.0), (1, 700.0)):
         given = launcher(workers=workers)
@@ -435,14 +459,15 @@ def test_an_end_moved_earlier_leaves_no_stale_end_for_the_next_vacuum_of_the_rel
     at once and a worker starts it again at the next launch, long before the end first set.
     That second vacuum runs alone from start to end: it lasts what its cost gives at the whole
     limit, not until the end set for the first one. Every vacuum is aggressive (it reads every
-    page) and pays no dirty cost, so each page costs 1 and the lengths are plain arithmetic."""
+    page) and pays no dirty cost, so each page costs 2 (a hit and a hit on the free space map)
+    and the lengths are plain arithmetic."""
     plain = {"page_dirty": 0.0, "aggressive_age": 0.0, "freeze_min_age": 0.0}
     small = subject(1, dead=300.0, pages=2_000.0, **plain)
     hot = subject(2, dead=300.0, pages=10_000.0, dead_per_second=1000.0, **plain)
     fast = launcher(naptime_s=0.01, cost_limit=200.0, cost_delay_ms=20.0)
-    out = simulate([small, hot], fast, 3.0)
-    per_page_alone = 2e-5 + 1 / 200 * 0.02  # work, then the sleep for one cost unit
-    per_page_shared = 2e-5 + 1 / 100 * 0.02
+    out = simulate([small, hot], fast, 6.0)
+    per_page_alone = 2e-5 + 2 / 200 * 0.02  # work, then the sleep for two cost units
+    per_page_shared = 2e-5 + 2 / 100 * 0.02
     (first_small,) = [s for s in out.spans if s.subject == 0]
     first, second = [s for s in out.spans if s.subject == 1][:2]
     assert first_small.end < first.end  # the smaller finishes first ...
@@ -506,13 +531,13 @@ def test_autovacuum_off_still_vacuums_past_the_multixact_freeze_limit() -> None:
 def test_past_the_multixact_failsafe_age_a_vacuum_runs_unthrottled() -> None:
     """lazy_check_wraparound_failsafe() drops the cost-based sleeps when relminmxid is past
     Max(vacuum_multixact_failsafe_age, 1.05 × autovacuum_multixact_freeze_max_age), as for
-    xids: 10,000 pages read and dirtied at 200 per 2 ms would take 2.1 s; unthrottled, the
+    xids: 10,000 pages read at 200 per 2 ms would take 0.2 s and more; unthrottled, the
     unthrottled work alone."""
     big = subject(1, dead=300.0, pages=10_000.0)
     throttled = simulate([big], launcher(), 30).tallies[0].durations[0]
     past = replace(big, mxid_age=1_700_000_000.0, mxid_failsafe_age=1_680_000_000.0)
     unthrottled = simulate([past], launcher(), 30).tallies[0].durations[0]
-    assert throttled > 1.0
+    assert throttled > 0.2
     assert unthrottled == pytest.approx(FIXED_S + 10_000 * 2e-5)
 
 
@@ -539,12 +564,13 @@ def test_forecast_takes_the_multixact_rate_from_relminmxid_ages() -> None:
 
 
 def test_a_wait_behind_long_vacuums_with_slots_free_is_told_from_a_wait_for_a_slot() -> None:
-    """Two long vacuums (10,000 pages at a cost limit of their own of 1: 420 s each) ahead of
+    """Two long vacuums (10,000 pages at a cost limit of their own of 1 per 16 ms: about 410 s
+    each) ahead of
     a small table in pg_class order, all due at once. With three slots the launcher's worker
     at 0 s takes the first, the one at 60 s the second, the one at 120 s the small table: it
     waited 120 s with a slot free all along, which more workers would not shorten. With one
     slot it waits for that slot: every second of its wait counts as waiting with all busy."""
-    slow = {"dead": 300.0, "pages": 10_000.0, "own_limit": 1.0, "own_delay_ms": 2.0}
+    slow = {"dead": 300.0, "pages": 10_000.0, "own_limit": 1.0, "own_delay_ms": 16.0}
     tables = [subject(1, **slow), subject(2, **slow), subject(3, dead=300.0)]
     paced = simulate(tables, launcher(workers=3), 600).tallies[2]
     assert paced.starts == [pytest.approx(120.0)]
@@ -590,8 +616,8 @@ def test_the_failsafe_triggers_strictly_past_its_age() -> None:
     big = subject(1, dead=300.0, pages=10_000.0)
     at_age = replace(big, xid_age=1_600_000_000.0)
     past = replace(big, xid_age=1_600_000_001.0)
-    assert simulate([at_age], launcher(), 30).tallies[0].durations[0] > 1.0
-    assert simulate([past], launcher(), 30).tallies[0].durations[0] < 1.0
+    assert simulate([at_age], launcher(), 30).tallies[0].durations[0] > 0.25
+    assert simulate([past], launcher(), 30).tallies[0].durations[0] < 0.25
     server = {"vacuum_failsafe_age": "1600000000"}
     at_limit = relation(1, "t", frozenxid_age=1_600_000_000)
     assert not duration.in_failsafe(at_limit, server, 180000)

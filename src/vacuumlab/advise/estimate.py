@@ -13,6 +13,7 @@ the timing and workers questions (their text is in timing.py and workers.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import cast
 
@@ -24,6 +25,7 @@ from vacuumlab.model import cost as cm
 from vacuumlab.model import duration as vacuum_work
 from vacuumlab.model import rates as rates_model
 from vacuumlab.model.rates import Rates
+from vacuumlab.model.simulator import FIXED_S, PAGE_S
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
@@ -38,8 +40,12 @@ class Duration:
     index_pages: int
     index_scan: bool
     index_reason: str
-    cost_clean: float  # every page visited costs vacuum_cost_page_hit
-    cost_dirtied: float  # every page visited costs hit + dirty
+    cost: float  # the best estimate (model.duration.vacuum_cost())
+    cost_low: float  # every changed page found in shared buffers still dirty
+    cost_high: float  # every changed page found clean
+    missed: float  # the share of unchanged pages read in (model.cost.missed_share())
+    clean: float  # the share of changed pages found clean
+    work_s: float  # unthrottled: the simulator's fixed and per-page time
     settings: cm.CostSettings
     workers: int  # workers sharing the cost limit
     balanced: bool  # False: the relation has its own cost settings
@@ -51,7 +57,8 @@ class Duration:
         return self.settings.delay_ms > 0 and not self.work.failsafe
 
     def seconds(self, cost: float) -> float:
-        return cm.throttle_seconds(cost, self.settings, workers=self.workers)
+        """The vacuum's length at ``cost``: its unthrottled work and its sleeps."""
+        return self.work_s + cm.throttle_seconds(cost, self.settings, workers=self.workers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +84,9 @@ class Estimate:
 
     @property
     def vacuum_seconds(self) -> float | None:
-        """The throttled sleep of the next vacuum, every visited page dirtied."""
+        """How long the next vacuum takes, throttled: the best estimate."""
         d = self.duration
-        return d.seconds(d.cost_dirtied) if d is not None and d.throttled else None
+        return d.seconds(d.cost) if d is not None and d.throttled else None
 
     @property
     def active(self) -> bool:
@@ -113,8 +120,19 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                 dead = rates_model.dead_at_vacuum(t, rates, to_vacuum, trigger)
                 w, settings, _balanced, workers = costing.cost(table, t, dead)
                 if settings.delay_ms > 0 and not w.failsafe:  # Duration.throttled
-                    dirtied = w.pages_visited * (settings.page_hit + settings.page_dirty)
-                    seconds = cm.throttle_seconds(dirtied, settings, workers=workers)
+                    pages, missed, clean = costing.charges(t.relation, w, to_vacuum, rates)
+                    spent = vacuum_work.vacuum_cost(
+                        w,
+                        t.relation,
+                        pages=pages,
+                        dead=dead,
+                        settings=settings,
+                        missed=missed,
+                        clean=clean,
+                    )
+                    seconds = work_seconds(w) + cm.throttle_seconds(
+                        spent, settings, workers=workers
+                    )
             dead = rates.dead_per_second if rates else None
             result[t.relation.oid] = (dead, to_vacuum, seconds)
     return result
@@ -159,7 +177,7 @@ def _estimate(ctx: Context, table: Table, t: Thresholds) -> Estimate:
         rates=rates,
         to_vacuum=to_vacuum,
         trigger=trigger,
-        duration=_duration(ctx, table, t, dead_then),
+        duration=_duration(ctx, table, t, dead_then, to_vacuum, rates),
     )
 
 
@@ -171,24 +189,47 @@ def relation_rates(ctx: Context, rel: Relation) -> Rates | None:
     return rates_model.between(before, rel, ctx.seconds, ctx.now.taken_at)
 
 
-def _duration(ctx: Context, table: Table, t: Thresholds, dead: float) -> Duration | None:
+def _duration(
+    ctx: Context,
+    table: Table,
+    t: Thresholds,
+    dead: float,
+    to_vacuum: float | None,
+    rates: Rates | None,
+) -> Duration | None:
     costing = _costing(ctx)
     if costing is None:
         return None
     w, settings, balanced, workers = costing.cost(table, t, dead)
-    visited = w.pages_visited
+    pages, missed, clean = costing.charges(t.relation, w, to_vacuum, rates)
+
+    def spent(share: float) -> float:
+        return vacuum_work.vacuum_cost(
+            w, t.relation, pages=pages, dead=dead, settings=settings, missed=missed, clean=share
+        )
+
     return Duration(
         heap_pages=w.heap_pages,
         index_pages=w.index_pages,
         index_scan=w.index_passes > 0,
         index_reason=w.index_reason,
-        cost_clean=visited * settings.page_hit,
-        cost_dirtied=visited * (settings.page_hit + settings.page_dirty),
+        cost=spent(clean),
+        cost_low=spent(0.0),
+        cost_high=spent(1.0),
+        missed=missed,
+        clean=clean,
+        work_s=work_seconds(w),
         settings=settings,
         workers=workers,
         balanced=balanced,
         work=w,
     )
+
+
+def work_seconds(w: vacuum_work.VacuumWork) -> float:
+    """The time a vacuum spends working between its sleeps, as the simulator takes it: a fixed
+    cost and a time per page visited (model.simulator.FIXED_S, PAGE_S)."""
+    return FIXED_S + w.pages_visited * PAGE_S
 
 
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]
@@ -201,11 +242,27 @@ class _Costing:
     """What every relation's vacuum cost reads from the advice (the server's cost settings,
     block size, version) looked up once, and each set of options resolved once."""
 
-    __slots__ = ("base", "block", "resolved", "scanned", "server", "version", "workers")
+    __slots__ = (
+        "base",
+        "block",
+        "buffers",
+        "checkpoint_s",
+        "now",
+        "resolved",
+        "scanned",
+        "server",
+        "version",
+        "workers",
+    )
 
     def __init__(self, ctx: Context, base: cm.CostSettings) -> None:
         self.base = base
         self.block = ctx.now.server.block_size
+        # pg_settings gives shared_buffers in blocks and checkpoint_timeout in seconds.
+        buffers = ctx.setting("shared_buffers", -1.0)
+        self.buffers = buffers if buffers > 0 else None
+        self.checkpoint_s = ctx.setting("checkpoint_timeout", cm.CHECKPOINT_S)
+        self.now = ctx.now.taken_at
         self.scanned = ctx.scanned
         self.server = ctx.settings
         self.version = ctx.version
@@ -229,7 +286,7 @@ class _Costing:
         w = vacuum_work.work(
             rel,
             dead=dead,
-            pages=rel.heap_bytes // block if rel.heap_bytes is not None else rel.relpages,
+            pages=self.pages(rel),
             index_pages=(rel.index_bytes or 0) // block,
             server=self.server,
             options=options,
@@ -238,6 +295,30 @@ class _Costing:
             scanned=self.scanned.get(rel.oid),
         )
         return w, settings, balanced, workers
+
+    def pages(self, rel: Relation) -> int:
+        return rel.heap_bytes // self.block if rel.heap_bytes is not None else rel.relpages
+
+    def charges(
+        self, rel: Relation, w: vacuum_work.VacuumWork, to_vacuum: float | None, rates: Rates | None
+    ) -> tuple[int, float, float]:
+        """The relation's pages, the share of them the vacuum reads in (its heap and indexes
+        against shared_buffers), and the share of the changed pages it finds in shared
+        buffers that are clean: the changes go back to the last vacuum, or, before the
+        first, as long as the dead tuples took to accrue at their rate."""
+        pages = self.pages(rel)
+        missed = cm.missed_share(pages + w.index_pages, self.buffers)
+        last = rel.last_autovacuum
+        if rel.last_vacuum is not None and (last is None or rel.last_vacuum > last):
+            last = rel.last_vacuum
+        ahead = to_vacuum or 0.0
+        if last is not None:
+            age = (self.now - last).total_seconds() + ahead
+        elif rates is not None and rates.dead_per_second and rates.dead_per_second > 0:
+            age = (rel.n_dead_tup or 0) / rates.dead_per_second + ahead
+        else:
+            age = math.inf
+        return pages, missed, cm.clean_share(age, self.checkpoint_s)
 
     def _resolve(self, options: dict[str, str]) -> _Resolved:
         """A relation's cost settings, whether it joins the balance, the model's limits and

@@ -32,14 +32,19 @@ CHURN_MEASUREMENT = (
     "dead-tuple peak 214,718 → 86,662 against the defaults"
 )
 ASSUMPTIONS = (
-    "pages found in shared buffers (each read from disk adds vacuum_cost_page_miss); each heap "
-    "page that is not all-visible visited once, and runs of fewer than 32 all-visible pages "
-    "too (SKIP_PAGES_THRESHOLD in vacuumlazy.c; an aggressive vacuum skips only all-frozen "
+    "each page found in shared buffers costs vacuum_cost_page_hit, each read in "
+    "vacuum_cost_page_miss: of a relation larger than shared_buffers, the share that does not"
+    " fit of the pages the workload did not just touch; each heap page read adds a hit on the"
+    " free space map; the pages holding changes are dirtied, and cost vacuum_cost_page_dirty "
+    "only if a checkpoint has written them since their last change (a share growing with the "
+    "time since the last vacuum over 2 × checkpoint_timeout); each heap page that is not all-"
+    "visible visited once, and runs of fewer than 32 all-visible pages too "
+    "(SKIP_PAGES_THRESHOLD in vacuumlazy.c; an aggressive vacuum skips only all-frozen "
     "pages); without pg_visibility, the pages changed since the last vacuum or analyze are "
     "estimated from its counters, inserts at the end of the table and updates and deletes "
-    "spread at random unless the table is append-mostly; every index page read once per "
-    "index pass (one per fill of autovacuum_work_mem); only the throttled sleep is counted, "
-    "the work itself adds to it"
+    "spread at random unless the table is append-mostly; every index page read once per index"
+    " pass (one per fill of autovacuum_work_mem); the sleeps take as long as asked, and the "
+    "work between them a fixed 3 ms and 20 µs a page visited"
 )
 _NO_INTERVAL = "run with --interval 60s for rates"
 SHARED_SLOW = (
@@ -195,13 +200,20 @@ def _duration_sentence(e: Estimate) -> str:
         return f"Past the failsafe age the vacuum reads {pages} with no cost delay at all."
     if not d.throttled:
         return f"The vacuum reads {pages} unthrottled (cost delay 0): its I/O sets the pace."
-    clean = duration_text(d.seconds(d.cost_clean))
-    dirtied = duration_text(d.seconds(d.cost_dirtied))
+    best = duration_text(d.seconds(d.cost))
+    low, high = duration_text(d.seconds(d.cost_low)), duration_text(d.seconds(d.cost_high))
     share = f", shared by {d.workers} workers" if d.workers > 1 else ""
+    cached = ""
+    if d.missed > 0.0:
+        cached = (
+            f"; larger than shared_buffers, {d.missed:.0%} of the pages the workload did not "
+            "just touch are read from disk"
+        )
     return (
-        f"The vacuum visits {pages} (index pass: {d.index_reason}). At a cost limit of "
-        f"{d.settings.limit}{share} and a {d.settings.delay_ms:g} ms delay it sleeps "
-        f"{clean} if every page stays clean and {dirtied} if it dirties every one."
+        f"The vacuum visits {pages} (index pass: {d.index_reason}){cached}. At a cost limit "
+        f"of {d.settings.limit}{share} and a {d.settings.delay_ms:g} ms delay it takes about "
+        f"{best}: {low} if the pages it changes are all still dirty from the workload, {high} "
+        "if a checkpoint has written them all."
     )
 
 
@@ -242,14 +254,18 @@ def _duration_evidence(d: Duration) -> dict[str, Value]:
         "index_passes": d.work.index_passes,
         "aggressive": d.work.aggressive,
         "failsafe": d.work.failsafe,
-        "cost_clean": d.cost_clean,
-        "cost_dirtied": d.cost_dirtied,
+        "cost": round(d.cost),
+        "cost_low": round(d.cost_low),
+        "cost_high": round(d.cost_high),
+        "pages_missed_share": round(d.missed, 3),
+        "changed_pages_clean_share": round(d.clean, 3),
         "cost_limit": d.settings.limit,
         "cost_delay_ms": d.settings.delay_ms,
         "workers_sharing_limit": d.workers,
         "own_cost_settings": not d.balanced,
-        "estimated_vacuum_seconds": _round(d.seconds(d.cost_dirtied)) if d.throttled else None,
-        "estimated_vacuum_seconds_clean": _round(d.seconds(d.cost_clean)) if d.throttled else None,
+        "estimated_vacuum_seconds": _round(d.seconds(d.cost)) if d.throttled else None,
+        "estimated_vacuum_seconds_low": _round(d.seconds(d.cost_low)) if d.throttled else None,
+        "estimated_vacuum_seconds_high": _round(d.seconds(d.cost_high)) if d.throttled else None,
         "assumptions": ASSUMPTIONS,
     }
 
@@ -274,7 +290,7 @@ def _faster_vacuum(ctx: Context, e: Estimate) -> list[Recommendation]:
     d, cycle = e.duration, e.cycle
     assert d is not None
     assert cycle is not None
-    needed = d.cost_dirtied * d.settings.delay_ms / 1000 / (cycle / 2)
+    needed = d.cost * d.settings.delay_ms / 1000 / (cycle / 2)
     limit = max(100, math.ceil(needed / 100) * 100)
     return own_cost_budget(
         ctx,

@@ -110,6 +110,85 @@ def vacuum_cost(hits: int, misses: int, dirtied: int, settings: CostSettings) ->
     return hits * settings.page_hit + misses * settings.page_miss + dirtied * settings.page_dirty
 
 
+#: Besides the heap page, vacuum records every page's free space (RecordPageWithFreeSpace() in
+#: freespace.c, called from lazy_scan_heap(), or from lazy_vacuum_heap_rel() for a page whose
+#: dead items wait for the indexes): one access to the free space map's leaf page, which covers
+#: about 4,000 heap pages and so stays in shared buffers, a hit.
+FSM_HITS_PER_PAGE: Final = 1.0
+#: checkpoint_timeout's default, when the snapshot lacks the setting.
+CHECKPOINT_S: Final = 300.0
+
+
+def heap_cost(
+    read: float,
+    changed: float,
+    *,
+    page_hit: float,
+    page_miss: float,
+    page_dirty: float,
+    missed: float = 0.0,
+    clean: float = 1.0,
+) -> float:
+    """The cost of a vacuum's pass over ``read`` heap pages, ``changed`` of them holding the
+    changes it cleans up (pruned, frozen or set all-visible: dirtied).
+
+    - Each page read costs a hit if found in shared buffers, else a miss, charged instead of
+      the hit when the read is issued (PinBufferForBlock() and AsyncReadBuffers() in
+      bufmgr.c); the free space map adds a hit (FSM_HITS_PER_PAGE).
+    - The changed pages are found in shared buffers: the workload has just read them. The
+      others, all-visible pages read only because their run is short (SKIP_PAGES_THRESHOLD in
+      vacuumlazy.c), are missed in the ``missed`` share (missed_share()).
+    - A page costs vacuum_cost_page_dirty only when it was clean as vacuum dirtied it
+      (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set): a changed page is
+      still dirty unless a checkpoint wrote it since, ``clean`` of them (clean_share()). The
+      all-visible pages are left as they are.
+
+    Held against PostgreSQL 18's log ("buffer usage: N hits, M reads, K dirtied") for a
+    21,800-page table: 959 appended pages read, 1,954 hits, 0 reads, 0 dirtied; 8,325 pages
+    read after updates on about 740, 14,460 hits, 2,226 reads, 82 dirtied."""
+    dirtied = changed if changed < read else read
+    unchanged = read - dirtied
+    return (
+        unchanged * (page_hit + missed * (page_miss - page_hit))
+        + dirtied * page_hit
+        + read * FSM_HITS_PER_PAGE * page_hit
+        + dirtied * clean * page_dirty
+    )
+
+
+def clean_share(age_s: float, checkpoint_s: float = CHECKPOINT_S) -> float:
+    """The share of the changed pages found in shared buffers that are clean when the vacuum
+    reaches them, for changes spread evenly over the last ``age_s`` seconds: a change ``t``
+    seconds old has been written by a checkpoint with a chance of about ``t / checkpoint_s``,
+    so over the window the share is ``age_s / (2 × checkpoint_s)``, at most 1."""
+    if checkpoint_s <= 0:
+        return 1.0
+    share = max(age_s, 0.0) / (2.0 * checkpoint_s)
+    return share if share < 1.0 else 1.0
+
+
+def clean_after(clean: float, changes: float, pages: float) -> float:
+    """The share of ``pages`` holding ``changes`` that are clean, ``clean`` being the share
+    for pages changed once: a page changed ``k`` times, evenly over the same window, is clean
+    only if a checkpoint came after its last change, which is k + 1 times younger than the
+    window on average, so 2 / (k + 1) of that share."""
+    if pages <= 0.0 or changes <= pages:
+        return clean
+    return clean * 2.0 / (changes / pages + 1.0)
+
+
+def missed_share(pages: float, shared_buffers_pages: float | None) -> float:
+    """The share of a relation's pages a vacuum reads in rather than finds in shared buffers,
+    of those the workload has not just touched: what does not fit, 1 − shared_buffers /
+    pages, were the relation alone in them. A vacuum reads through a small ring of its own
+    (GetAccessStrategy(BAS_VACUUM) in vacuum.c, 2 MB by default on 18), and so do sequential
+    scans of a table larger than a quarter of shared_buffers (BAS_BULKREAD, initscan() in
+    heapam.c): neither brings more of it in. None: shared_buffers unknown, taken as cached."""
+    if shared_buffers_pages is None or pages <= shared_buffers_pages:
+        return 0.0
+    return 1.0 - shared_buffers_pages / pages
+
+
 def throttle_seconds(cost: float, settings: CostSettings, *, workers: int = 1) -> float:
     """Seconds a vacuum of the given cost sleeps: ``cost / (limit / workers) * delay``.
 

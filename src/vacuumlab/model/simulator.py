@@ -875,8 +875,9 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
     all-visible pages (heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
     lose the bit as rows on them are updated or deleted, and the pages read follow from the
     changes since (before the window too) and where they sit: model.duration.pages_read(),
-    the advisor's model. Each page read is dirtied, but only the ``clean`` share of them
-    pays for it (see CHECKPOINT_S): the changes it finds go back to its last vacuum's end, or,
+    the advisor's model, which costs them too (duration.heap_cost()): only changed pages are
+    dirtied, the ``clean`` share paying for it (see CHECKPOINT_S): the changes it finds go
+    back to its last vacuum's end, or,
     before the first, as long as the dead tuples took to accrue at their rate. Indexes: unless
     fewer than 2 % of the pages hold dead tuples (the bypass, 14+) every index page is read
     once and those holding dead entries dirtied; then the heap pages that held dead tuples are
@@ -909,13 +910,26 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
             tuples_per_page=r.per_page,
             spread=duration.spread_of(touched, inserted),
         )
-    cost = heap * (r.page_hit + clean * r.page_dirty)
+    cost = duration.heap_cost(
+        heap,
+        pages,
+        touched=max(r.changes, r.dead),
+        inserted=r.inserted,
+        tuples_per_page=r.per_page,
+        page_hit=r.page_hit,
+        page_miss=r.page_hit,
+        page_dirty=r.page_dirty,
+        clean=clean,
+    )
     index_read = 0.0
     dead = r.dead
     if r.indexed and dead >= 0.02 * pages:
         index_read = r.index_pages
         dirtied = index_read * (1.0 - math.exp(-dead / index_read))
-        cost += index_read * r.page_hit + clean * dirtied * r.page_dirty
+        cost += (
+            index_read * r.page_hit
+            + duration.clean_after(clean, dead, dirtied) * dirtied * r.page_dirty
+        )
         second = pages * (1.0 - math.exp(-dead / pages))
         cost += second * r.page_hit
         index_read += second
