@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Final
 
-from vacuumlab.model import duration
+from vacuumlab.model.pages import SKIP_PAGES_THRESHOLD, pages_read, spread_of
 
 if TYPE_CHECKING:
     from vacuumlab.model.simulator.relation import _Rel
@@ -38,17 +38,15 @@ def skips_unfrozen(r: _Rel) -> bool:
     of some all-visible pages is left out: it can only make advancing more likely."""
     pages = r.pages()
     eligible = pages - 1.0  # the last page is always read
-    if eligible < duration.SKIP_PAGES_THRESHOLD:
+    if eligible < SKIP_PAGES_THRESHOLD:
         return False
     thinning = math.exp(-r.changes / pages)
     p = min(r.visible * thinning / pages, 1.0)
     if p <= 0.0:
         return False
     f = min(r.frozen * thinning / pages, p)
-    runs = p**duration.SKIP_PAGES_THRESHOLD * (
-        1.0 + (eligible - duration.SKIP_PAGES_THRESHOLD) * (1.0 - p)
-    )
-    return runs * (1.0 - (f / p) ** duration.SKIP_PAGES_THRESHOLD) >= 0.5
+    runs = p**SKIP_PAGES_THRESHOLD * (1.0 + (eligible - SKIP_PAGES_THRESHOLD) * (1.0 - p))
+    return runs * (1.0 - (f / p) ** SKIP_PAGES_THRESHOLD) >= 0.5
 
 
 def clean_share(age_s: float) -> float:
@@ -63,7 +61,7 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
     Heap pages: an aggressive vacuum reads them all; a normal one skips runs of at least 32
     all-visible pages (heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
     lose the bit as rows on them are updated or deleted, and the pages read follow from the
-    changes since (before the window too) and where they sit: model.duration.pages_read(),
+    changes since (before the window too) and where they sit: model.pages.pages_read(),
     the advisor's model. Each page read is dirtied, but only the ``clean`` share of them
     pays for it (see CHECKPOINT_S): the changes it finds go back to its last vacuum's end, or,
     before the first, as long as the dead tuples took to accrue at their rate. Indexes: unless
@@ -89,14 +87,14 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
         heap = pages
     else:
         touched, inserted = r.changes, r.inserted
-        heap = duration.pages_read(
+        heap = pages_read(
             pages,
             counted=r.counted,
             skippable=r.visible,
             touched=touched,
             inserted=inserted,
             tuples_per_page=r.per_page,
-            spread=duration.spread_of(touched, inserted),
+            spread=spread_of(touched, inserted),
         )
     cost = heap * (r.page_hit + clean * r.page_dirty)
     index_read = 0.0

@@ -64,7 +64,7 @@ class Subject:
     position: int | None = None
     #: The visibility map as relallvisible counted it: on ``counted_pages`` pages (None: all
     #: of ``pages``), and ``touched`` rows updated or deleted on them since, before the window
-    #: (model.duration.page_changes()); ``tuples_per_page`` places the inserts.
+    #: (model.pages.page_changes()); ``tuples_per_page`` places the inserts.
     counted_pages: float | None = None
     touched: float = 0.0
     tuples_per_page: float = 1.0
