@@ -11,10 +11,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from vacuumlab.pg.install import PgBin
 
 from conftest import execute
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.sandbox import PgBin, Sandbox
+from vacuumlab.pg.sandbox import Sandbox
 
 DEBIAN_15 = Path("/usr/lib/postgresql/15/bin")
 
