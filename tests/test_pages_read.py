@@ -1,6 +1,6 @@
-"""The heap pages a vacuum reads (model/duration.py), held against a literal transcription of
-PostgreSQL's skipping rules run on random visibility maps, and the way the advice says how it
-found them."""
+"""The heap pages a vacuum reads (model/pages.py, model/duration.py), held against a literal
+transcription of PostgreSQL's skipping rules run on random visibility maps, and the way the
+advice says how it found them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from advise_fixtures import PG18, T0, changed, context, relation, snapshot
 from vacuumlab.advise import timing
 from vacuumlab.model import duration
+from vacuumlab.model.pages import SKIP_PAGES_THRESHOLD, page_changes, pages_read, spread_of
 from vacuumlab.records.snapshot import PagesScanned, Table
 
 
@@ -25,7 +26,7 @@ def scanned_by_postgres(skippable: list[bool]) -> int:
         unskippable = block
         while unskippable < pages - 1 and skippable[unskippable]:
             unskippable += 1
-        if unskippable - block >= duration.SKIP_PAGES_THRESHOLD:
+        if unskippable - block >= SKIP_PAGES_THRESHOLD:
             block = unskippable
         read += unskippable - block + 1
         block = unskippable + 1
@@ -57,7 +58,7 @@ def test_random_changes_read_as_postgres_reads_them(touched: int) -> None:
     rng = random.Random(touched)
     pages = 10_000
     measured = sum(scanned_by_postgres(random_map(pages, touched, rng)) for _ in range(100)) / 100
-    predicted = duration.pages_read(
+    predicted = pages_read(
         pages,
         counted=pages,
         skippable=pages,
@@ -79,7 +80,7 @@ def test_small_tables_and_partly_visible_maps() -> None:
             for _ in range(touched):
                 skippable[rng.randrange(pages)] = False
             maps.append(scanned_by_postgres(skippable))
-        predicted = duration.pages_read(
+        predicted = pages_read(
             pages,
             counted=pages,
             skippable=share * pages,
@@ -94,8 +95,8 @@ def test_small_tables_and_partly_visible_maps() -> None:
 def test_appended_pages_are_read_and_the_rest_skipped() -> None:
     """An append-only table: the new pages are read, the all-visible ones before them are
     one run; inserts the new pages cannot hold went into the older ones' free space."""
-    assert duration.spread_of(0, 23_000) == "at the end"
-    appended = duration.pages_read(
+    assert spread_of(0, 23_000) == "at the end"
+    appended = pages_read(
         21_000,
         counted=20_000,
         skippable=20_000,
@@ -106,7 +107,7 @@ def test_appended_pages_are_read_and_the_rest_skipped() -> None:
     )
     assert appended == 1000
     # A table that did not grow: the 2,300 rows took free space on about 100 pages at its end.
-    filled = duration.pages_read(
+    filled = pages_read(
         20_000,
         counted=20_000,
         skippable=20_000,
@@ -117,8 +118,8 @@ def test_appended_pages_are_read_and_the_rest_skipped() -> None:
     )
     assert filled == pytest.approx(100)
     # Updates now and then: still append-mostly. Updates as many as the inserts: at random.
-    assert duration.spread_of(100, 23_000) == "at the end"
-    assert duration.spread_of(23_000, 23_000) == "random"
+    assert spread_of(100, 23_000) == "at the end"
+    assert spread_of(23_000, 23_000) == "random"
 
 
 def test_scattered_updates_after_a_vacuum_are_counted_from_the_statistics() -> None:
@@ -164,7 +165,7 @@ def test_changes_since_an_analyze_come_from_n_mod_since_analyze() -> None:
         last_autovacuum=T0,
         last_autoanalyze=T0 + timedelta(minutes=1),
     )
-    changes = duration.page_changes(rel)
+    changes = page_changes(rel)
     assert (changes.touched, changes.inserted, changes.since) == (250, 750, "the last analyze")
 
 

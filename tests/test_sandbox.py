@@ -15,7 +15,8 @@ import pytest
 
 from conftest import execute, run_cli
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.sandbox import PgBin, Sandbox, dsn_for
+from vacuumlab.pg.install import PgBin
+from vacuumlab.pg.sandbox import Sandbox, dsn_for
 
 DEBIAN_15 = Path("/usr/lib/postgresql/15/bin")
 

@@ -10,9 +10,10 @@ import pytest
 
 from advise_fixtures import changed, relation, snapshot
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.model import duration, whatif
+from vacuumlab.model import whatif
 from vacuumlab.model.cost import clean_after
 from vacuumlab.model.forecast import forecast, inputs
+from vacuumlab.model.pages import pages_read
 from vacuumlab.model.simulator import (
     COUNTED_DURING,
     FIXED_S,
@@ -302,7 +303,7 @@ def test_a_vacuum_reads_the_pages_changed_since_the_last_one_and_the_short_runs(
     about 600 rows have changed at random, on about 580 pages. PostgreSQL skips only runs of at
     least 32 all-visible pages (vacuumlazy.c), and with a changed page every 17 pages or so
     most runs are shorter: the next vacuum reads about 5,900 pages, not 580, as the advisor's
-    model says (duration.pages_read()). (Each pays for the changed pages it dirties in the
+    model says (pages_read()). (Each pays for the changed pages it dirties in the
     share clean_share() gives for changes that old.)"""
     from vacuumlab.model.simulator import clean_share
 
@@ -314,7 +315,7 @@ def test_a_vacuum_reads_the_pages_changed_since_the_last_one_and_the_short_runs(
         return cost / 200 * 0.002 + FIXED_S + read * 2e-5
 
     assert first == pytest.approx(expected(10_000, 300, 300 / 10), rel=0.01)
-    visited = duration.pages_read(
+    visited = pages_read(
         10_000,
         counted=10_000,
         skippable=10_000,
@@ -336,7 +337,7 @@ def test_changes_before_the_window_reach_the_first_vacuum() -> None:
     [none] = simulate([kept], launcher(), 10).tallies[0].durations
     [some] = simulate([touched], launcher(), 10).tallies[0].durations
     assert none == pytest.approx(FIXED_S + 2e-5, rel=0.1)  # the last page only
-    read = duration.pages_read(
+    read = pages_read(
         10_000,
         counted=10_000,
         skippable=10_000,

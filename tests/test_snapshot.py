@@ -489,6 +489,22 @@ PARAMS = {"relid": 1259, "name": "pgstattuple", "relation": "pg_class", "names":
           "parts": 1, "part": 0}  # fmt: skip
 
 
+def test_version_fragments_fill_one_file_for_every_version() -> None:
+    """The tables question is one file; the columns a version adds come from the closest
+    fragment at or below the server's version, reading the relation the file names."""
+    assert queries.versions("tables") == [130000, 160000, 180000]
+    old, new = queries.get("tables", 170000), queries.get("tables", 180000)
+    assert old is not None
+    assert new is not None
+    assert "NULL::integer AS relallfrozen" in old
+    assert "t.relallfrozen" not in old
+    assert "c.relallvisible, c.relallfrozen, c.reloptions" in new
+    assert "t.relallvisible, t.relallfrozen, t.reloptions" in new
+    assert "pg_stat_get_tuples_newpage_updated(c.oid)" in old
+    assert "pg_stat_get_tuples_newpage_updated" not in (queries.get("tables", 150000) or "")
+    assert "{" not in queries.with_versions("{newpage_updated:c}", 160000)
+
+
 def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
     """Each file runs on this server when its version is at or below the server's; a file a
     newer one replaces may fail only for a column that the newer version removed."""
@@ -498,7 +514,8 @@ def test_every_sql_file_runs_where_it_is_meant_to(database: str) -> None:
         for name in queries.names():
             usable = [v for v in queries.versions(name) if v <= version]
             for v in usable:
-                text = queries._text(queries._catalog()[name][v])
+                text = queries.get(name, v)
+                assert text is not None
                 assert text.startswith("--"), f"{name} {v}: first line must say what changed"
                 if "{schema}" in text:  # an extension's view: tests/test_pg_probes.py
                     continue

@@ -68,7 +68,7 @@ def collect(
     """Ask every probe; build the snapshot from what answered and notes for what did not.
 
     ``sizes="estimated"`` takes every relation's size from ``pg_class.relpages`` instead of
-    opening it (pg/queries/tables*.sql): the same statements, in a fraction of the server's
+    opening it (pg/queries/tables.sql): the same statements, in a fraction of the server's
     time at 10,000 tables. For the live view, whose thresholds and simulation work from
     reltuples, the statistics and pages, as autovacuum does; the snapshot says so
     (``Snapshot.sizes``). ``kept``: the relations of the caller's previous collect (see

@@ -20,6 +20,7 @@ from vacuumlab.model import balance, forcing, rates, whatif
 from vacuumlab.model import duration as work
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.cost import CostSettings
+from vacuumlab.model.pages import page_changes
 from vacuumlab.model.simulator import COUNTED_DURING, Launcher, Outcome, Subject, Tally, simulate
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerTimeline
 from vacuumlab.records.snapshot import Database, Relation, Snapshot, Table
@@ -328,7 +329,7 @@ class _Builder:
             mxid_freeze_min_age=resolved.mxid_freeze_min_age,
             mxid_failsafe_age=self.mxid_failsafe_age,
             counted_pages=float(rel.relpages),
-            touched=work.page_changes(rel).touched,
+            touched=page_changes(rel).touched,
             tuples_per_page=rel.reltuples / rel.relpages
             if rel.relpages and rel.reltuples > 0
             else 1.0,

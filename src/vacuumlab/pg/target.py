@@ -14,7 +14,8 @@ from pathlib import Path
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, connect
-from vacuumlab.pg.sandbox import PgBin, Sandbox
+from vacuumlab.pg.install import PgBin
+from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.settings import (
     SettingChange,
     alter_system,

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from vacuumlab.pg.sandbox import server_user
+from vacuumlab.pg.install import server_user
 
 
 def _alive(pid: int) -> bool:

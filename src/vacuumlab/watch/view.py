@@ -7,7 +7,7 @@ view, the exporter and the tests build the same picture from the same snapshots.
 - The queue is in the order autovacuum would take the relations: those being vacuumed, then
   those that need a vacuum now in a worker's order (heaps in ``pg_class`` order, then TOAST
   relations: do_autovacuum() in autovacuum.c), then the others by the start the simulator
-  predicts (model/simulator.py) and by how close they are to a threshold.
+  predicts (model/simulator/) and by how close they are to a threshold.
 - The simulation leaves out relations that cannot be vacuumed within its window (nothing due,
   no dead tuples or inserts coming, no freeze limit within reach): they take no worker, so
   the others' starts are the same without them, and 10,000 quiet tables cost nothing.

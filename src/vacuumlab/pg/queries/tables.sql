@@ -1,4 +1,8 @@
--- Heaps and their TOAST relations, catalog and cumulative statistics (13+).
+-- Heaps and their TOAST relations, catalog and cumulative statistics (13+). The columns
+-- later versions add are version fragments, in braces: a fragment's name, a colon and the
+-- relation it reads. queries.get() fills each from fragments/<name>*.sql as the server's
+-- version has it, NULL before: 16 adds pg_stat_all_tables.n_tup_newpage_upd, 18
+-- pg_class.relallfrozen and pg_stat_all_tables.total_(auto)vacuum/analyze_time.
 -- The statistics come from the functions behind pg_stat_all_tables: the view also sums every
 -- index's scans per table, a grouping over pg_index that nothing here reads.
 --
@@ -34,8 +38,8 @@ WITH locked AS (
        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 ), heaps AS (
     SELECT c.oid, c.relname, c.relnamespace, c.relkind, c.reltuples, c.relpages,
-           c.relallvisible, c.reloptions, c.relfrozenxid, c.relminmxid,
-           c.reltablespace, c.relfilenode, c.reltoastrelid, c.ctid AS catalog_tid
+           c.relallvisible, {relallfrozen:c}, c.reloptions, c.relfrozenxid,
+           c.relminmxid, c.reltablespace, c.relfilenode, c.reltoastrelid, c.ctid AS catalog_tid
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE c.relkind IN ('r', 'm') AND c.relpersistence <> 't'
@@ -47,13 +51,13 @@ WITH locked AS (
     -- Each branch takes every column from its own scan, so that no join later reorders the
     -- rows: the TOAST relations (the first branch) come first.
     SELECT t.oid, t.relname, t.relnamespace, t.relkind, t.reltuples, t.relpages,
-           t.relallvisible, t.reloptions, t.relfrozenxid, t.relminmxid,
-           t.reltablespace, t.relfilenode, h.oid AS toast_of, t.ctid AS catalog_tid
+           t.relallvisible, {relallfrozen:t}, t.reloptions, t.relfrozenxid,
+           t.relminmxid, t.reltablespace, t.relfilenode, h.oid AS toast_of, t.ctid AS catalog_tid
       FROM heaps h
       JOIN pg_class t ON t.oid = h.reltoastrelid
     UNION ALL
     SELECT oid, relname, relnamespace, relkind, reltuples, relpages,
-           relallvisible, reloptions, relfrozenxid, relminmxid,
+           relallvisible, relallfrozen, reloptions, relfrozenxid, relminmxid,
            reltablespace, relfilenode, NULL::oid, catalog_tid
       FROM heaps
 )
@@ -61,7 +65,7 @@ WITH locked AS (
 SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relkind AS kind,
        c.toast_of::bigint AS toast_of,
        c.reltuples::float8 AS reltuples, c.relpages::bigint AS relpages,
-       c.relallvisible::bigint AS relallvisible, NULL::bigint AS relallfrozen,
+       c.relallvisible::bigint AS relallvisible, c.relallfrozen::bigint AS relallfrozen,
        pg_stat_get_live_tuples(c.oid) AS n_live_tup,
        pg_stat_get_dead_tuples(c.oid) AS n_dead_tup,
        pg_stat_get_ins_since_vacuum(c.oid) AS n_ins_since_vacuum,
@@ -70,7 +74,7 @@ SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relk
        pg_stat_get_tuples_updated(c.oid) AS n_tup_upd,
        pg_stat_get_tuples_deleted(c.oid) AS n_tup_del,
        pg_stat_get_tuples_hot_updated(c.oid) AS n_tup_hot_upd,
-       NULL::bigint AS n_tup_newpage_upd,
+       {newpage_updated:c} AS n_tup_newpage_upd,
        pg_stat_get_last_vacuum_time(c.oid) AS last_vacuum,
        pg_stat_get_last_autovacuum_time(c.oid) AS last_autovacuum,
        pg_stat_get_last_analyze_time(c.oid) AS last_analyze,
@@ -79,10 +83,7 @@ SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name, c.relk
        pg_stat_get_autovacuum_count(c.oid) AS autovacuum_count,
        pg_stat_get_analyze_count(c.oid) AS analyze_count,
        pg_stat_get_autoanalyze_count(c.oid) AS autoanalyze_count,
-       NULL::float8 AS total_vacuum_time_ms,
-       NULL::float8 AS total_autovacuum_time_ms,
-       NULL::float8 AS total_analyze_time_ms,
-       NULL::float8 AS total_autoanalyze_time_ms,
+       {vacuum_times:c},
        h.bytes AS heap_bytes,
        CASE WHEN NOT coalesce(ix.any_locked, false) THEN coalesce(ix.bytes, 0) END AS index_bytes,
        NULL::bigint AS toast_bytes, ix.n AS n_indexes,

@@ -1,4 +1,4 @@
--- The tables question's sizes, the same in every version of it (tables*.sql): relation c's
+-- The tables question's sizes, the same in every version (tables.sql): relation c's
 -- main fork as h.bytes, and as ix its indexes' count, bytes and whether any was locked. The
 -- two expressions in braces measure relation c and index i_c (collect/snapshot.py fills them
 -- in from file_bytes.sql or relation_bytes.sql); with measure false every size is relpages ×

@@ -1,0 +1,2 @@
+-- pg_class.relallfrozen of relation {rel} (18+).
+{rel}.relallfrozen
