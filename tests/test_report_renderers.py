@@ -21,18 +21,18 @@ from report_fixtures import make_churn_run
 from scheduling_fixtures import make_scheduling_run
 from test_report_advice import full_advice
 from toast_fixtures import make_toast_run
-from vacuumlab.report import RENDERERS, advice_text
-from vacuumlab.report.advice_html import render_html
-from vacuumlab.report.advice_md import render_markdown
-from vacuumlab.report.churn_text import summary_table
-from vacuumlab.store import Store
-from vacuumlab.studies import (
+from vacuumlab.records import (
     churn_spec,
     cost_driver_spec,
     fillfactor_spec,
     scheduling_spec,
     toast_spec,
 )
+from vacuumlab.report import RENDERERS, advice_text
+from vacuumlab.report.advice_html import render_html
+from vacuumlab.report.advice_md import render_markdown
+from vacuumlab.report.churn_text import summary_table
+from vacuumlab.store import Store
 
 SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec)
 MAKERS: dict[str, Callable[[Store], int]] = {

@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 
 from vacuumlab.records.churn import ChurnPoint
+from vacuumlab.records.churn_spec import PUBLISHED
 from vacuumlab.store import Store
-from vacuumlab.studies.churn_spec import PUBLISHED
 
 
 def summary_table(store: Store, run_id: int) -> Table:

@@ -36,8 +36,8 @@ from vacuumlab.pg.knobs import KNOBS
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
+from vacuumlab.records.churn_spec import STUDY
 from vacuumlab.stats import analysis
-from vacuumlab.studies.churn_spec import STUDY
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 TABLE = "bencher"

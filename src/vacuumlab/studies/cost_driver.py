@@ -35,9 +35,9 @@ from vacuumlab.pg.connect import Session, VersionTooOld, connect
 from vacuumlab.pg.extensions import extension_schema
 from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint, Distribution
+from vacuumlab.records.cost_driver_spec import STUDY
 from vacuumlab.records.probes import TableIo
 from vacuumlab.records.snapshot import IoRow, Wal
-from vacuumlab.studies.cost_driver_spec import STUDY
 from vacuumlab.studies.shared import checkpoint, recreate
 
 TABLE = "bench_table"

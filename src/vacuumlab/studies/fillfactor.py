@@ -46,7 +46,7 @@ from vacuumlab.records.fillfactor import (
     StatementTimes,
     memory_bytes,
 )
-from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
+from vacuumlab.records.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 ACCOUNTS = "pgbench_accounts"

@@ -37,10 +37,7 @@ from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.scheduling import SchedulingConfig, SchedulingPoint
-from vacuumlab.records.snapshot import Snapshot
-from vacuumlab.store import Metric
-from vacuumlab.studies import scheduling_compare as cmp
-from vacuumlab.studies.scheduling_spec import (
+from vacuumlab.records.scheduling_spec import (
     DEAD,
     LAUNCHES,
     MEASURED,
@@ -49,6 +46,9 @@ from vacuumlab.studies.scheduling_spec import (
     series_name,
     table_metric,
 )
+from vacuumlab.records.snapshot import Snapshot
+from vacuumlab.store import Metric
+from vacuumlab.studies import scheduling_compare as cmp
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 #: Auto-analyze off: the largest value the reloption takes (INT_MAX).
