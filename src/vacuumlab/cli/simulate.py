@@ -111,8 +111,8 @@ def _checked(change: Change, version: int) -> Change:
 def _recorded(run_id: int, store_path: Path | None) -> tuple[Snapshot, Snapshot]:
     """The first and last snapshots of a run that ``watch --record`` kept."""
     from vacuumlab.lab.targets import existing_store
+    from vacuumlab.records.watch_spec import STUDY, watched_period
     from vacuumlab.store import Store
-    from vacuumlab.watch.recorded import STUDY, watched_period
 
     with Store.open(existing_store(store_path)) as store:
         found = store.run(run_id)
