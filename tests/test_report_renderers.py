@@ -56,7 +56,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
 
 
 def test_every_study_has_a_renderer() -> None:
-    # And a recorded `vacuumlab watch`, whose runs are not a study's (test_watch_record.py).
+    # And a recorded `vacuumlab watch`, whose runs are not a study's (test_watch_recorder.py).
     assert set(RENDERERS) == {spec.STUDY for spec in SPECS} | {"watch"}
 
 

@@ -18,7 +18,7 @@ from vacuumlab.records.watch_spec import snapshot_of
 from vacuumlab.report import RENDERERS
 from vacuumlab.report.watch.timeline import Span, timeline
 from vacuumlab.store import Point, Store
-from vacuumlab.watch.record import Recorder
+from vacuumlab.watch.recorder import Recorder
 from vacuumlab.watch.source import Source
 
 
