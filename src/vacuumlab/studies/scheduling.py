@@ -30,7 +30,6 @@ from psycopg import sql
 
 from vacuumlab.collect.schedule import TablesSampler
 from vacuumlab.collect.snapshot import collect
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, Series, StudyRun, work_session
 from vacuumlab.model import forecast
 from vacuumlab.model.simulator import Outcome, simulate
 from vacuumlab.pg import pgbench
@@ -49,6 +48,7 @@ from vacuumlab.records.scheduling_spec import (
 from vacuumlab.records.snapshot import Snapshot
 from vacuumlab.store import Metric
 from vacuumlab.studies import scheduling_compare as cmp
+from vacuumlab.studies.base import SCHEMA, Measured, Planned, Series, StudyRun, work_session
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 #: Auto-analyze off: the largest value the reloption takes (INT_MAX).

@@ -47,8 +47,6 @@ from psycopg import sql
 
 from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun
 from vacuumlab.pg.connect import Session
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ParallelPoint, StoragePoint, ToastConfig, ToastPoint
@@ -62,6 +60,7 @@ from vacuumlab.records.toast_spec import (
     variant_label,
 )
 from vacuumlab.store import Metric
+from vacuumlab.studies.base import SCHEMA, Measured, Planned, Progress, StudyRun
 from vacuumlab.studies.shared import checkpoint
 from vacuumlab.studies.toast_parallel import PARALLEL_TABLE, measure_parallel
 from vacuumlab.studies.toast_tables import (

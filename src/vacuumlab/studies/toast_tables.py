@@ -16,7 +16,6 @@ from psycopg import sql
 from vacuumlab.collect import probes
 from vacuumlab.collect.vacuum_log import VacuumReport, parse_report
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.run import WORK
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast_spec import (
@@ -29,6 +28,7 @@ from vacuumlab.records.toast_spec import (
     vacuum_metric,
 )
 from vacuumlab.store import Metric
+from vacuumlab.studies.base import WORK
 from vacuumlab.studies.shared import recreate
 
 APPLICATION_NAME = "vacuumlab-toast"
