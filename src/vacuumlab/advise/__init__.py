@@ -1,7 +1,7 @@
 """The advisor: per table, where autovacuum stands and what to change, with the evidence.
 
 Advising is pure: it works on snapshots (records) only, so ``--input`` can advise from saved
-ones with no server. Collecting them lives in :mod:`vacuumlab.collect.advice`.
+ones with no server. Collecting them lives in :mod:`vacuumlab.lab.advice`.
 """
 
 from __future__ import annotations

@@ -138,7 +138,7 @@ def _snapshots(
         return before, after
     seconds = seconds_of(interval)
     assert seconds is not None
-    from vacuumlab.collect.advice import collect_two
+    from vacuumlab.lab.advice import collect_two
 
     return collect_two(
         dsn or sandbox_dsn(data_dir),

@@ -39,9 +39,9 @@ from datetime import UTC, datetime
 from vacuumlab import __version__
 from vacuumlab.advise import advise
 from vacuumlab.advise.whatif import TOAST_SUFFIX, change_for
-from vacuumlab.collect.advice import collect_two
 from vacuumlab.collect.window import measure, until_vacuumed
 from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.lab.advice import collect_two
 from vacuumlab.lab.changes import Changes, TableChange
 from vacuumlab.lab.verdicts import judge
 from vacuumlab.model.forecast import (
