@@ -11,7 +11,7 @@ from psycopg import sql
 
 from vacuumlab.model import balance
 from vacuumlab.model import thresholds as th
-from vacuumlab.pg.knobs import knob
+from vacuumlab.model.knobs import knob
 from vacuumlab.records.advice import Recommendation, Scope
 from vacuumlab.records.snapshot import ExactBloat, PagesScanned, Relation, Snapshot, Table
 from vacuumlab.units import share_of as share_of  # its home before units.py

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from vacuumlab.advise.context import Context, alter_table, label
 from vacuumlab.model import thresholds as th
+from vacuumlab.model.knobs import KNOBS
 from vacuumlab.model.thresholds import Thresholds
-from vacuumlab.pg.knobs import KNOBS
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import Relation, Table
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from vacuumlab.model.knobs import knob
 from vacuumlab.model.whatif import Change
-from vacuumlab.pg.knobs import knob
 from vacuumlab.records.advice import Finding, Recommendation
 
 TOAST_SUFFIX = " (TOAST)"

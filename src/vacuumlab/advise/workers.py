@@ -18,7 +18,7 @@ from vacuumlab.advise.context import Context, alter_system
 from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
 from vacuumlab.model import thresholds as th
-from vacuumlab.pg.knobs import knob
+from vacuumlab.model.knobs import knob
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import Relation
 

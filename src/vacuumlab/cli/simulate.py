@@ -100,7 +100,7 @@ def _checked(change: Change, version: int) -> Change:
     """The value in the setting's base unit, checked against its type, range and version."""
     from dataclasses import replace
 
-    from vacuumlab.pg.knobs import knob
+    from vacuumlab.model.knobs import knob
 
     k = knob(change.setting)
     value = k.in_base_unit(change.value)

@@ -28,9 +28,9 @@ from psycopg import sql
 from vacuumlab.collect import probes
 from vacuumlab.collect.sampler import Sample, Sampler, autovacuum_runs
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.knobs import KNOBS
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
-from vacuumlab.pg.knobs import KNOBS
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
