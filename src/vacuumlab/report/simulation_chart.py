@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from vacuumlab.records.simulation import Simulation
 from vacuumlab.report import charts
-from vacuumlab.report.simulation import hours as hourly
+from vacuumlab.report.simulation_data import hours as hourly
 
 _BAR = "#1f77b4"
 _FORCED = "#d62728"
