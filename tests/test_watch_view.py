@@ -13,8 +13,8 @@ from prometheus_client.samples import Sample
 
 from advise_fixtures import PG18, T0, autovacuum, changed, relation, snapshot, toast_of
 from conftest import execute, wait_for_counts, xmin_holder
-from vacuumlab.model import progress
 from vacuumlab.model import thresholds as th
+from vacuumlab.model import time_left
 from vacuumlab.model.simulator import PAGE_S
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import (
@@ -176,15 +176,15 @@ def test_last_vacuum_length_from_the_vacuum_times_of_18() -> None:
     after = changed(
         before, autovacuum_count=2, total_autovacuum_time_ms=4000.0, last_autovacuum=ended
     )
-    assert progress.last_duration(after, before) == 3.0
-    assert progress.last_duration(before) == 1.0  # the only vacuum so far
-    assert progress.last_duration(after, after) is None  # none ended in between
+    assert time_left.last_duration(after, before) == 3.0
+    assert time_left.last_duration(before) == 1.0  # the only vacuum so far
+    assert time_left.last_duration(after, after) is None  # none ended in between
 
 
 def test_last_vacuum_length_from_a_vacuum_seen_running() -> None:
     before = relation(10, "t", total_autovacuum_time_ms=None)
     after = changed(before, last_autovacuum=T0 + timedelta(seconds=42), autovacuum_count=1)
-    assert progress.last_duration(after, before, autovacuum(10)) == 42.0
+    assert time_left.last_duration(after, before, autovacuum(10)) == 42.0
     first = snapshot(Table(heap=before, toast=None), vacuums=(autovacuum(10),), version=170000)
     now = snapshot(Table(heap=after, toast=None), seconds=60, version=170000)
     assert live_view(first, now).tables[0].last_vacuum_s == 42.0
