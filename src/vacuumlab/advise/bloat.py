@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_table, label
-from vacuumlab.model import thresholds as th
-from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.model.thresholds import Thresholds, vacuum_threshold
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import ExactBloat, Relation, Table
 
@@ -205,7 +204,7 @@ def _more_often(
     if t is None or not t.effective.enabled or t.relation.reltuples < 0:
         return []
     current = t.effective.vacuum_scale_factor
-    lower = th.vacuum_threshold(t.effective, t.relation.reltuples, scale_factor=TARGET_SCALE_FACTOR)
+    lower = vacuum_threshold(t.effective, t.relation.reltuples, scale_factor=TARGET_SCALE_FACTOR)
     if current <= TARGET_SCALE_FACTOR or lower <= 0 or t.vacuum / lower < MIN_GAIN:
         return []
     name = label(rel, table.heap)
