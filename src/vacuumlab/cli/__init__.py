@@ -17,7 +17,7 @@ import typer
 from vacuumlab import __version__
 from vacuumlab.cli.advise import advise_command, snapshot
 from vacuumlab.cli.exporter import exporter_command
-from vacuumlab.cli.options import err, out
+from vacuumlab.cli.options import WordsCommand, err, out
 from vacuumlab.cli.report import report, runs
 from vacuumlab.cli.run import run_app
 from vacuumlab.cli.sandbox import demo, sandbox_app
@@ -35,14 +35,14 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.add_typer(sandbox_app, name="sandbox")
-app.command("snapshot")(snapshot)
-app.command("advise")(advise_command)
-app.command("simulate")(simulate_command)
-app.command("exporter")(exporter_command)
-app.command("watch")(watch_command)
+app.command("snapshot", cls=WordsCommand)(snapshot)
+app.command("advise", cls=WordsCommand)(advise_command)
+app.command("simulate", cls=WordsCommand)(simulate_command)
+app.command("exporter", cls=WordsCommand)(exporter_command)
+app.command("watch", cls=WordsCommand)(watch_command)
 app.command("demo")(demo)
 app.add_typer(run_app, name="run")
-app.command("report")(report)
+app.command("report", cls=WordsCommand)(report)
 app.command("runs")(runs)
 
 

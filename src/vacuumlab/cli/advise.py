@@ -42,10 +42,13 @@ def snapshot(
     output: OutputOpt = None,
     input_: Annotated[
         Path | None,
-        typer.Option("--input", help="Re-render a saved JSON snapshot; no server needed."),
+        typer.Option(
+            "--input", help="Re-render a saved JSON snapshot; no server needed.", metavar="FILE"
+        ),
     ] = None,
     save: Annotated[
-        Path | None, typer.Option("--save", help="Also save the snapshot as JSON here.")
+        Path | None,
+        typer.Option("--save", help="Also save the snapshot as JSON here.", metavar="FILE"),
     ] = None,
     exact: ExactOpt = False,
     limit: LimitOpt = 25,
@@ -88,14 +91,20 @@ def advise_command(
     interval: Annotated[
         str | None,
         typer.Option(
-            "--interval", help="Take a second snapshot after this long (e.g. 60s) for rates."
+            "--interval",
+            help="Take a second snapshot after this long (e.g. 60s) for rates.",
+            metavar="DURATION",
         ),
     ] = None,
     fmt: DocumentFormatOpt = DocumentFormat.table,
     output: OutputOpt = None,
     input_: Annotated[
         list[Path] | None,
-        typer.Option("--input", help="Advise from saved snapshot JSON (one, or two for rates)."),
+        typer.Option(
+            "--input",
+            help="Advise from saved snapshot JSON (one, or two for rates).",
+            metavar="FILE",
+        ),
     ] = None,
     exact: ExactOpt = False,
     limit: LimitOpt = 25,
@@ -116,6 +125,7 @@ def advise_command(
             help="Length of each measuring window of --verify, before and after the changes "
             "(e.g. 5min) [default: as long as --interval].",
             show_default=False,
+            metavar="DURATION",
         ),
     ] = None,
     allow_alter_system: Annotated[

@@ -25,6 +25,7 @@ def exporter_command(
         typer.Option(
             "--listen",
             help="Address and port to serve /metrics on; :9187 listens on every interface.",
+            metavar="HOST:PORT",
         ),
     ] = DEFAULT_LISTEN,
     max_tables: Annotated[
@@ -35,6 +36,7 @@ def exporter_command(
             help="Export per-table series for at most this many relations: those nearest "
             "autovacuum (running, due, then the soonest predicted and the closest to a "
             "threshold).",
+            metavar="N",
         ),
     ] = DEFAULT_MAX_TABLES,
     schema: Annotated[
@@ -43,6 +45,7 @@ def exporter_command(
             "--schema",
             help="Export only the tables of this schema; repeat for more [default: every schema].",
             show_default=False,
+            metavar="SCHEMA",
         ),
     ] = None,
     data_dir: DataDir = None,

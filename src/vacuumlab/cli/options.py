@@ -8,10 +8,11 @@ import io
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console, RenderableType
+from typer.core import TyperCommand
 
 from vacuumlab.errors import VacuumlabError
 
@@ -21,6 +22,30 @@ out = Console(highlight=False)
 if not out.is_terminal:
     out = Console(highlight=False, width=PIPE_WIDTH)
 err = Console(stderr=True, highlight=False)
+
+
+class WordsCommand(TyperCommand):
+    """A command whose arguments show their metavar alone in --help.
+
+    Typer writes an argument's type after its metavar (``DSN <str>``), which reads like a
+    type hint; the metavar already says what to give. (Any: the click types Typer passes here
+    are those of its private vendored copy.)"""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                name = param.metavar or record[0]
+                arguments.append((name + ("..." if param.nargs != 1 else ""), record[1]))
+            else:
+                options.append(record)
+        for title, records in (("Arguments", arguments), ("Options", options)):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
 
 
 class Format(StrEnum):
@@ -39,12 +64,13 @@ class DocumentFormat(StrEnum):
     html = "html"
 
 
-FormatOpt = Annotated[Format, typer.Option("--format", help="table or json")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="table or json", metavar="FORMAT")]
 DocumentFormatOpt = Annotated[
-    DocumentFormat, typer.Option("--format", help="table, json, md or html")
+    DocumentFormat, typer.Option("--format", help="table, json, md or html", metavar="FORMAT")
 ]
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+    Path | None,
+    typer.Option("--output", "-o", help="Write to this file, not stdout.", metavar="FILE"),
 ]
 
 DataDir = Annotated[
@@ -53,6 +79,7 @@ DataDir = Annotated[
         "--data-dir",
         help="Sandbox directory [default: $VACUUMLAB_HOME/sandbox, or ~/vacuumlab/sandbox].",
         show_default=False,
+        metavar="DIR",
     ),
 ]
 PgBinOpt = Annotated[
@@ -61,6 +88,7 @@ PgBinOpt = Annotated[
         "--pg-bin",
         help="Use this PostgreSQL bin directory instead of the embedded PostgreSQL 18, "
         "e.g. /usr/lib/postgresql/15/bin.",
+        metavar="DIR",
     ),
 ]
 StoreOpt = Annotated[
@@ -70,13 +98,16 @@ StoreOpt = Annotated[
         help="Results store [default: $VACUUMLAB_HOME/results.sqlite, "
         "or ~/vacuumlab/results.sqlite].",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 DsnArg = Annotated[
     str | None,
-    typer.Argument(help="Server to inspect [default: the running sandbox].", show_default=False),
+    typer.Argument(
+        help="Server to inspect [default: the running sandbox].", show_default=False, metavar="DSN"
+    ),
 ]
-LimitOpt = Annotated[int, typer.Option(help="Tables to list in the table view.")]
+LimitOpt = Annotated[int, typer.Option(help="Tables to list in the table view.", metavar="N")]
 
 
 def emit(text: str, output: Path | None) -> None:

@@ -33,6 +33,7 @@ def report(
             "--output",
             help="Report directory [default: next to the store, runs/RUN/report].",
             show_default=False,
+            metavar="DIR",
         ),
     ] = None,
 ) -> None:

@@ -60,9 +60,13 @@ ReportDirOpt = Annotated[
         "--output",
         help="Report directory [default: runs/RUN/report next to the store].",
         show_default=False,
+        metavar="DIR",
     ),
 ]
-_PRESET_HELP = "quick (6 × 90 s), demo (6 × 35 s) or paper (15 clients, 6 × 300 s)."
+_PRESET_HELP = (
+    "quick (6 × 90 s), demo (the defaults against the post's final settings, 2 × 100 s) "
+    "or paper (15 clients, 6 × 300 s)."
+)
 _WARMUP_HELP = "Seconds at the start of each step left out of the summary."
 _CLIENTS_HELP = "pgbench clients [default: 4 per core]."
 _JOBS_HELP = "pgbench threads [default: 1 per core]."
@@ -71,7 +75,7 @@ _CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
 _DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
 _ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
 _RESUME_HELP = "Finish an interrupted run: measure what it lacks."
-DsnOpt = Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP)]
+DsnOpt = Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP, metavar="DSN")]
 AllowAlterOpt = Annotated[bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)]
 ResumeOpt = Annotated[int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")]
 _MANUAL_HELP = "Also measure each point with VACUUM (VERBOSE) and no cost delay: the pure work."
@@ -108,7 +112,7 @@ def study_command(
     shared = [p for p in _SHARED if alter_system or p.name != "allow_alter_system"]
     preset = inspect.Parameter(
         "preset", inspect.Parameter.KEYWORD_ONLY, default="quick",
-        annotation=Annotated[str, typer.Option(help=preset_help)],
+        annotation=Annotated[str, typer.Option(help=preset_help, metavar="PRESET")],
     )  # fmt: skip
 
     def register(own: Overrides) -> Overrides:
@@ -199,13 +203,23 @@ def _places(common: Mapping[str, Any]) -> tuple[int | None, Path | None, Path | 
     _PRESET_HELP,
 )
 def run_churn(
-    seconds: Annotated[int | None, typer.Option(help="Load per step, in seconds.")] = None,
-    warmup: Annotated[int | None, typer.Option(help=_WARMUP_HELP)] = None,
-    backlog: Annotated[int | None, typer.Option(help="Rows queued when a step starts.")] = None,
-    clients: Annotated[int | None, typer.Option(help=_CLIENTS_HELP, show_default=False)] = None,
-    jobs: Annotated[int | None, typer.Option(help=_JOBS_HELP, show_default=False)] = None,
-    repeat: Annotated[int | None, typer.Option(help="Repetitions of each step.")] = None,
-    steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP)] = None,
+    seconds: Annotated[
+        int | None, typer.Option(help="Load per step, in seconds.", metavar="SECONDS")
+    ] = None,
+    warmup: Annotated[int | None, typer.Option(help=_WARMUP_HELP, metavar="SECONDS")] = None,
+    backlog: Annotated[
+        int | None, typer.Option(help="Rows queued when a step starts.", metavar="ROWS")
+    ] = None,
+    clients: Annotated[
+        int | None, typer.Option(help=_CLIENTS_HELP, show_default=False, metavar="N")
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option(help=_JOBS_HELP, show_default=False, metavar="N")
+    ] = None,
+    repeat: Annotated[
+        int | None, typer.Option(help="Repetitions of each step.", metavar="N")
+    ] = None,
+    steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP, metavar="FILE")] = None,
     continuous: Annotated[bool, typer.Option("--continuous", help=_CONTINUOUS_HELP)] = False,
     resume: ResumeOpt = None,
 ) -> dict[str, Any]:
@@ -234,13 +248,19 @@ def run_churn(
     "quick (1M rows, 72 points) or paper (10M, 360).",
 )
 def run_cost_driver(
-    rows: Annotated[int | None, typer.Option(help="Rows in the table.")] = None,
+    rows: Annotated[int | None, typer.Option(help="Rows in the table.", metavar="ROWS")] = None,
     distributions: Annotated[
-        str | None, typer.Option(help="compact,spread (or one of them).")
+        str | None, typer.Option(help="compact,spread (or one of them).", metavar="LIST")
     ] = None,
-    dead: Annotated[str | None, typer.Option(help="Dead shares in %, e.g. 10,25,50.")] = None,
-    indexes: Annotated[str | None, typer.Option(help="Index counts, e.g. 0,1,3,5.")] = None,
-    repeat: Annotated[int | None, typer.Option(help="Repetitions of each combination.")] = None,
+    dead: Annotated[
+        str | None, typer.Option(help="Dead shares in %, e.g. 10,25,50.", metavar="PERCENTS")
+    ] = None,
+    indexes: Annotated[
+        str | None, typer.Option(help="Index counts, e.g. 0,1,3,5.", metavar="COUNTS")
+    ] = None,
+    repeat: Annotated[
+        int | None, typer.Option(help="Repetitions of each combination.", metavar="N")
+    ] = None,
     manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
 ) -> dict[str, Any]:
     return {
@@ -263,12 +283,16 @@ def run_cost_driver(
     "quick (50,000 rows) or paper (500,000, as the post).",
 )
 def run_toast(
-    rows: Annotated[int | None, typer.Option(help="Rows in each table.")] = None,
-    width: Annotated[int | None, typer.Option(help="Bytes of incompressible text per row.")] = None,
-    storages: Annotated[
-        str | None, typer.Option(help="extended,main,external,plain (any of them).")
+    rows: Annotated[int | None, typer.Option(help="Rows in each table.", metavar="ROWS")] = None,
+    width: Annotated[
+        int | None, typer.Option(help="Bytes of incompressible text per row.", metavar="BYTES")
     ] = None,
-    repeat: Annotated[int | None, typer.Option(help="Repetitions of each table.")] = None,
+    storages: Annotated[
+        str | None, typer.Option(help="extended,main,external,plain (any of them).", metavar="LIST")
+    ] = None,
+    repeat: Annotated[
+        int | None, typer.Option(help="Repetitions of each table.", metavar="N")
+    ] = None,
     parallel: Annotated[
         bool, typer.Option(help="Also vacuum heap and TOAST from two sessions.")
     ] = True,
@@ -294,16 +318,24 @@ def run_toast(
 )
 def run_fillfactor(
     sizes: Annotated[
-        str | None, typer.Option(help="fits,2x,10x: data size against shared_buffers.")
+        str | None,
+        typer.Option(help="fits,2x,10x: data size against shared_buffers.", metavar="LIST"),
     ] = None,
-    fillfactors: Annotated[str | None, typer.Option(help="e.g. 70,80,90,100.")] = None,
-    seconds: Annotated[int | None, typer.Option(help="Load per point, in seconds.")] = None,
+    fillfactors: Annotated[
+        str | None, typer.Option(help="e.g. 70,80,90,100.", metavar="PERCENTS")
+    ] = None,
+    seconds: Annotated[
+        int | None, typer.Option(help="Load per point, in seconds.", metavar="SECONDS")
+    ] = None,
     repeat: Annotated[
-        int | None, typer.Option(help="Repetitions (2 or more for significance).")
+        int | None, typer.Option(help="Repetitions (2 or more for significance).", metavar="N")
     ] = None,
-    clients: Annotated[int | None, typer.Option(help="pgbench clients.")] = None,
+    clients: Annotated[int | None, typer.Option(help="pgbench clients.", metavar="N")] = None,
     shared_buffers: Annotated[
-        str | None, typer.Option(help="The 'memory' sizes are measured against (sandbox only).")
+        str | None,
+        typer.Option(
+            help="The 'memory' sizes are measured against (sandbox only).", metavar="SIZE"
+        ),
     ] = None,
 ) -> dict[str, Any]:
     return {
@@ -327,24 +359,40 @@ def run_fillfactor(
     "quick (2 arms × 170 s, about 7 min) or paper (4 arms × 600 s).",
 )
 def run_scheduling(
-    seconds: Annotated[int | None, typer.Option(help="Load per arm, in seconds.")] = None,
+    seconds: Annotated[
+        int | None, typer.Option(help="Load per arm, in seconds.", metavar="SECONDS")
+    ] = None,
     warmup: Annotated[
-        int | None, typer.Option(help="Seconds into the load of the first snapshot.")
+        int | None,
+        typer.Option(help="Seconds into the load of the first snapshot.", metavar="SECONDS"),
     ] = None,
     interval: Annotated[
-        int | None, typer.Option(help="Seconds between the two snapshots the rates come from.")
+        int | None,
+        typer.Option(
+            help="Seconds between the two snapshots the rates come from.", metavar="SECONDS"
+        ),
     ] = None,
-    tables: Annotated[int | None, typer.Option(help="Tables in the workload.")] = None,
-    quiet: Annotated[int | None, typer.Option(help="Of those, tables with no load.")] = None,
-    rows: Annotated[int | None, typer.Option(help="Rows per table.")] = None,
+    tables: Annotated[int | None, typer.Option(help="Tables in the workload.", metavar="N")] = None,
+    quiet: Annotated[
+        int | None, typer.Option(help="Of those, tables with no load.", metavar="N")
+    ] = None,
+    rows: Annotated[int | None, typer.Option(help="Rows per table.", metavar="ROWS")] = None,
     spread: Annotated[
-        float | None, typer.Option(help="Churn of the busiest table over the slowest busy one.")
+        float | None,
+        typer.Option(help="Churn of the busiest table over the slowest busy one.", metavar="RATIO"),
     ] = None,
     clients: Annotated[
-        int | None, typer.Option(help="pgbench clients [default: 2 per core].", show_default=False)
+        int | None,
+        typer.Option(
+            help="pgbench clients [default: 2 per core].", show_default=False, metavar="N"
+        ),
     ] = None,
-    jobs: Annotated[int | None, typer.Option(help=_JOBS_HELP, show_default=False)] = None,
-    repeat: Annotated[int | None, typer.Option(help="Repetitions of each arm.")] = None,
+    jobs: Annotated[
+        int | None, typer.Option(help=_JOBS_HELP, show_default=False, metavar="N")
+    ] = None,
+    repeat: Annotated[
+        int | None, typer.Option(help="Repetitions of each arm.", metavar="N")
+    ] = None,
 ) -> dict[str, Any]:
     return {
         "seconds": seconds, "warmup": warmup, "interval": interval, "tables": tables,
@@ -395,6 +443,9 @@ def _execute(run: Any, display: RunDisplay) -> int:
 def _print_summary(study: str, store: Store, run_id: int) -> None:
     """The churn study also prints its steps' table on the terminal."""
     if study == "churn":
-        from vacuumlab.report.churn_text import summary_table
+        from vacuumlab.report.churn_text import finding, summary_table
 
         out.print(summary_table(store, run_id))
+        line = finding(store, run_id)
+        if line is not None:
+            out.print(line)

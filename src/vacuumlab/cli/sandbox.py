@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
-from vacuumlab.cli.options import DataDir, Format, FormatOpt, PgBinOpt, err, out
+from vacuumlab.cli.options import DataDir, Format, FormatOpt, PgBinOpt, WordsCommand, err, out
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.pg.sandbox import Sandbox, refuse_port
 
 sandbox_app = typer.Typer(
     help="Manage the throwaway PostgreSQL the lab runs on.",
@@ -37,16 +37,36 @@ def sandbox_start(
     pg_bin: PgBinOpt = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="A setting to apply, NAME=VALUE; repeat for more."),
+        typer.Option(
+            "--set", help="A setting to apply, NAME=VALUE; repeat for more.", metavar="NAME=VALUE"
+        ),
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=65535,
+            help="Listen on this TCP port from now on [default: the port the sandbox was "
+            "given when it was created].",
+            show_default=False,
+            metavar="PORT",
+        ),
     ] = None,
 ) -> None:
     """Start a long-lived sandbox (created on first use); it runs until `sandbox stop`.
 
-    Example: vacuumlab sandbox start --set autovacuum_naptime=1s
+    The sandbox keeps its port across restarts, so its URL stays valid; it moves only when
+    that port is taken, and says so.
+
+    Example: vacuumlab sandbox start --port 54329 --set autovacuum_naptime=1s
     """
-    sandbox = Sandbox.start(data_dir, pg_bin=pg_bin, keep=True)
-    if set_:
-        for change in sandbox.configure(_settings(set_)):
+    settings = _settings(set_ or [])
+    refuse_port(settings)  # before starting, so a refused request changes nothing
+    sandbox = Sandbox.start(data_dir, pg_bin=pg_bin, keep=True, port=port)
+    for notice in sandbox.notices:
+        err.print(notice)
+    if settings:
+        for change in sandbox.configure(settings):
             err.print(f"set {change.name} = {change.value}")
     status = sandbox.status()
     out.print(f"PostgreSQL {status.major} running in {status.directory}")
@@ -79,7 +99,9 @@ def sandbox_status(
 @sandbox_app.command("url")
 def sandbox_url(
     data_dir: DataDir = None,
-    database: Annotated[str, typer.Option(help="Database to name in the URL.")] = "postgres",
+    database: Annotated[
+        str, typer.Option(help="Database to name in the URL.", metavar="NAME")
+    ] = "postgres",
 ) -> None:
     """Print the connection URL of the running sandbox.
 
@@ -131,9 +153,12 @@ def sandbox_destroy(
     out.print(f"deleted {sandbox.directory}")
 
 
-@sandbox_app.command("configure")
+@sandbox_app.command("configure", cls=WordsCommand)
 def sandbox_configure(
-    settings: Annotated[list[str], typer.Argument(help="NAME=VALUE pairs; VALUE empty resets.")],
+    settings: Annotated[
+        list[str],
+        typer.Argument(help="NAME=VALUE pairs; VALUE empty resets.", metavar="NAME=VALUE"),
+    ],
     data_dir: DataDir = None,
 ) -> None:
     """Change server settings, validated first; restarts when a setting needs it.
@@ -149,7 +174,9 @@ def sandbox_configure(
 def demo(
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
-    seconds: Annotated[int, typer.Option(min=1, help="How long pgbench churns.")] = 20,
+    seconds: Annotated[
+        int, typer.Option(min=1, help="How long pgbench churns.", metavar="SECONDS")
+    ] = 20,
 ) -> None:
     """Churn a few tables on the sandbox, then print a snapshot of where vacuum stands.
 
@@ -160,5 +187,7 @@ def demo(
 
     with Sandbox.start(data_dir, pg_bin=pg_bin) as sandbox:
         err.print(f"sandbox: PostgreSQL {sandbox.bin.major} in {sandbox.directory}")
+        for notice in sandbox.notices:
+            err.print(notice)
         snap = demo_job.run(sandbox, seconds=seconds, progress=lambda s: err.print(f"· {s}"))
     out.print(render(snap))

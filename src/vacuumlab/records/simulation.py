@@ -29,6 +29,9 @@ class RelationForecast(Record):
     mean_duration_s: float | None
     max_duration_s: float | None
     peak_dead: int = Field(description="n_dead_tup at its highest, just before a vacuum ends")
+    dead_at_start: int | None = Field(
+        default=None, description="n_dead_tup when the window starts (None in older files)"
+    )
     waited_s: float = Field(description="past its threshold with no worker on it, in total")
     max_wait_s: float
     waited_full_s: float = Field(

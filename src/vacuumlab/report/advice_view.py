@@ -133,6 +133,8 @@ class FindingView:
     detail: str
     evidence: list[tuple[str, str]]
     ranks: list[int]
+    #: Evidence keys whose values are numbers (right-aligned); the others are text.
+    numeric: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +238,9 @@ def _finding(finding: Finding, ranks: dict[int, int]) -> FindingView:
         detail=finding.detail,
         evidence=[(key, value_text(value)) for key, value in finding.evidence.items()],
         ranks=sorted(ranks[id(rec)] for rec in finding.recommendations),
+        numeric=frozenset(
+            key for key, value in finding.evidence.items() if not isinstance(value, str)
+        ),
     )
 
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from vacuumlab.records.simulation import RelationForecast, Simulation
 from vacuumlab.report.advice_md import md_table, md_text
 from vacuumlab.report.common import environment
-from vacuumlab.report.simulation_data import hours
+from vacuumlab.report.simulation_data import busiest, hours
 from vacuumlab.units import count, duration, rate
 
 COLUMNS = (
@@ -28,8 +28,6 @@ COLUMNS = (
     "peak dead",
     "waited past threshold",
 )
-#: Relations a report lists, busiest first.
-LIMIT = 40
 TEMPLATE = "simulation.html.j2"
 
 
@@ -53,11 +51,6 @@ def header(sim: Simulation) -> list[tuple[str, str]]:
         noun = "relation" if sim.quiet == 1 else "relations"
         rows.append(("left out", f"{sim.quiet:,} {noun} with no activity"))
     return rows
-
-
-def busiest(sim: Simulation, limit: int = LIMIT) -> list[RelationForecast]:
-    """Relations by the peak of dead tuples they reach, then by how often they are vacuumed."""
-    return sorted(sim.relations, key=lambda r: (-r.peak_dead, -r.vacuums, r.relation))[:limit]
 
 
 def row(r: RelationForecast) -> list[str]:

@@ -1,11 +1,15 @@
-"""A simulation's worker use an hour at a time: what its page's table and its chart both
-draw (``simulation.py``, ``simulation_chart.py``), so neither imports the other."""
+"""What a simulation's page and its chart both draw (``simulation.py``,
+``simulation_chart.py``): the busiest relations, and the worker use an hour at a time. Its own
+module, so neither of the two imports the other."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vacuumlab.records.simulation import Simulation
+from vacuumlab.records.simulation import RelationForecast, Simulation
+
+#: Relations a report lists, busiest first.
+LIMIT = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,3 +39,8 @@ def hours(sim: Simulation) -> list[Hour]:
         Hour(b * 3600.0, busy[b] / widths[b] if widths[b] > 0 else 0.0, started[b])
         for b in range(buckets)
     ]
+
+
+def busiest(sim: Simulation, limit: int = LIMIT) -> list[RelationForecast]:
+    """Relations by the peak of dead tuples they reach, then by how often they are vacuumed."""
+    return sorted(sim.relations, key=lambda r: (-r.peak_dead, -r.vacuums, r.relation))[:limit]

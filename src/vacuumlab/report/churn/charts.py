@@ -10,7 +10,7 @@ from markupsafe import Markup
 
 from vacuumlab.records.churn_spec import PUBLISHED, SERIES_AUTOVACUUM
 from vacuumlab.report.churn import figures
-from vacuumlab.report.churn.data import Recorded, Step, differs_from_post
+from vacuumlab.report.churn.data import Recorded, Step, post_number
 from vacuumlab.report.common import metric
 from vacuumlab.report.page import draw
 from vacuumlab.store import Point, Store
@@ -59,8 +59,11 @@ def _result(step: Step, point: Point) -> figures.StepResult:
 def comparison_chart(points: Sequence[tuple[Step, Point]] | Recorded, out_dir: Path) -> Markup:
     """Every step side by side, with the post's figures where the step's settings are the
     post's."""
-    shown = {step.number for step, _ in points if not differs_from_post(step)}
-    post = {n: p for n, p in PUBLISHED.items() if p is not None and n in shown}
+    post = {}
+    for step, _ in points:
+        published = PUBLISHED.get(post_number(step) or 0)
+        if published is not None:
+            post[step.number] = published
     fig = figures.comparison_chart(
         [_result(step, point) for step, point in points],
         published_latency_ms={n: p.latency_ms for n, p in post.items()},

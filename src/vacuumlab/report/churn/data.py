@@ -57,10 +57,15 @@ def by_step(points: Recorded) -> dict[int, Recorded]:
     return steps
 
 
-def differs_from_post(step: Step) -> bool:
-    """Whether the step's settings miss or change any of the post's settings for its number.
-    Extra settings are allowed; a step the post does not have counts as different."""
-    if not 1 <= step.number <= len(POST_STEPS):
-        return True
-    post = POST_STEPS[step.number - 1].settings
-    return any(step.settings.get(name) != value for name, value in post.items())
+def post_number(step: Step) -> int | None:
+    """The number of the post's step whose settings this step runs with (extra settings
+    allowed): its own number when that one matches, as in the post's six; else the first that
+    does, as in the demo's two steps (the post's first and last); None for a step of its own."""
+
+    def matches(number: int) -> bool:
+        post = POST_STEPS[number - 1].settings
+        return all(step.settings.get(name) == value for name, value in post.items())
+
+    if 1 <= step.number <= len(POST_STEPS) and matches(step.number):
+        return step.number
+    return next((n for n in range(1, len(POST_STEPS) + 1) if matches(n)), None)

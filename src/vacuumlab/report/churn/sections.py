@@ -17,8 +17,8 @@ from vacuumlab.report.churn.data import (
     Recorded,
     Step,
     by_step,
-    differs_from_post,
     planned_steps,
+    post_number,
     recorded,
 )
 from vacuumlab.report.common import DASH, Cell, count, metric, text
@@ -224,8 +224,9 @@ def _notices(
 
 def _summary_rows(number: int, step: Step, rows_of_step: Recorded) -> list[SummaryRow]:
     """The step's rows in the summary tables: one per repetition, or one 'not measured'."""
-    differs = differs_from_post(step) and PUBLISHED.get(number) is not None
-    published = _published_cells(PUBLISHED.get(number))
+    post = post_number(step)
+    differs = post is None and PUBLISHED.get(number) is not None
+    published = _published_cells(PUBLISHED.get(post or number))
     if not rows_of_step:
         return [SummaryRow(number, step.name, DASH, False, True, 1, {}, published, differs)]
     return [
