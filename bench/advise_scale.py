@@ -33,8 +33,8 @@ from snapshot_scale import (
     tagged_calls,
 )
 from vacuumlab.advise import advise
-from vacuumlab.collect.advice import TIMEOUTS, collect_advice
 from vacuumlab.collect.snapshot import collect
+from vacuumlab.lab.advice import TIMEOUTS, collect_advice
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice

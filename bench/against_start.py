@@ -40,7 +40,7 @@ GOAL = {"snapshot": 0.5, "advise": 1.0}
 #: What one interpreter runs: a warm-up round, then ``n`` timed rounds; JSON on stdout.
 PROBE = """
 import gc, json, sys, time
-from vacuumlab.collect.advice import collect_advice
+from vacuumlab.lab.advice import collect_advice
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 dsn, n = sys.argv[1], int(sys.argv[2])

@@ -38,7 +38,7 @@ from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.live import Refresh
 from vacuumlab.store import Store
 from vacuumlab.tui import WatchApp
-from vacuumlab.watch.record import Recorder
+from vacuumlab.watch.recorder import Recorder
 from vacuumlab.watch.source import Source
 from watch_refresh import touch_some
 

@@ -21,8 +21,8 @@ from typing import Any, Literal
 import numpy as np
 
 from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
+from vacuumlab.records.cost_driver_spec import METRICS, STUDY, point_params
 from vacuumlab.store import Metric, Store
-from vacuumlab.studies.cost_driver_spec import METRICS, STUDY, point_params
 
 ROWS = 1_000_000
 HEAP_PAGES = 5_406

@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 
 from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
+from vacuumlab.records.fillfactor_spec import METRICS, STUDY, point_params, scale_for
 from vacuumlab.store import Metric, Store
-from vacuumlab.studies.fillfactor_spec import METRICS, STUDY, point_params, scale_for
 
 SHARED_BUFFERS = 128 * 2**20
 BASE_TPS = {"fits": 2200.0, "2x": 2000.0, "10x": 1500.0}

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vacuumlab.records.churn_spec import POST_STEPS, SERIES_AUTOVACUUM
 from vacuumlab.store import Store
-from vacuumlab.studies.churn_spec import POST_STEPS, SERIES_AUTOVACUUM
 
 XSS = '<script>alert(1)</script> "quotes" & ampersands'
 T0 = datetime(2025, 1, 15, 9, 30, 0, tzinfo=UTC)

@@ -9,9 +9,7 @@ from typing import Any
 
 from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
 from vacuumlab.records.scheduling import QUICK_ARMS, SchedulingConfig, SchedulingPoint
-from vacuumlab.store import Metric, Store
-from vacuumlab.studies.scheduling_compare import workload
-from vacuumlab.studies.scheduling_spec import (
+from vacuumlab.records.scheduling_spec import (
     DEAD,
     MEASURED,
     PREDICTED,
@@ -19,6 +17,8 @@ from vacuumlab.studies.scheduling_spec import (
     series_name,
     table_metric,
 )
+from vacuumlab.store import Metric, Store
+from vacuumlab.studies.scheduling_compare import workload
 
 Samples = list[tuple[float, float | None]]
 

@@ -14,9 +14,9 @@ from psycopg.conninfo import make_conninfo
 from advise_fixtures import BLOATED_TABLE, run_recommendations
 from conftest import execute, run_cli, xmin_holder
 from vacuumlab.advise import advise
-from vacuumlab.collect.advice import collect_advice
 from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import PROBES, collect
+from vacuumlab.lab.advice import collect_advice
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice, Finding

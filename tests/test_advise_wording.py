@@ -14,7 +14,7 @@ from advise_fixtures import T0, context, relation, snapshot
 from conftest import execute
 from vacuumlab.advise import horizon, thresholds
 from vacuumlab.advise.context import share_of
-from vacuumlab.pg.knobs import duration, knob
+from vacuumlab.model.knobs import duration, knob
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding
 from vacuumlab.records.snapshot import Backend, Table

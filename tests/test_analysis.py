@@ -10,7 +10,7 @@ import pytest
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.stats.analysis import (
-    Interval,
+    BootstrapInterval,
     Transactions,
     _by_second,
     _resample,
@@ -58,7 +58,7 @@ def synthetic(
     return Transactions(end=end, latency_ms=latency, failed_end=np.empty(0))
 
 
-def width(ci: Interval) -> float:
+def width(ci: BootstrapInterval) -> float:
     return ci.high - ci.low
 
 
@@ -277,9 +277,9 @@ def test_constant_log_gives_point_intervals() -> None:
     end = [T0 + second + k / 10 for second in range(30) for k in range(10)]
     s = summarize(transactions(end, [2.0] * len(end)), T0, T0 + 30)
 
-    assert s.tps_ci == Interval(10.0, 10.0)
-    assert s.latency_mean_ci == Interval(2.0, 2.0)
-    assert s.latency_p99_ci == Interval(2.0, 2.0)
+    assert s.tps_ci == BootstrapInterval(10.0, 10.0)
+    assert s.latency_mean_ci == BootstrapInterval(2.0, 2.0)
+    assert s.latency_p99_ci == BootstrapInterval(2.0, 2.0)
     assert (s.tps, s.latency_mean_ms, s.latency_stddev_ms, s.latency_p99_ms) == (10, 2, 0, 2)
 
 
@@ -287,7 +287,7 @@ def test_block_bootstrap_is_wider_than_iid_for_a_sawtooth() -> None:
     tx = synthetic(120, 200, sawtooth=True)
     rng = np.random.default_rng(0)
     iid_means = [rng.choice(tx.latency_ms, tx.latency_ms.size).mean() for _ in range(400)]
-    iid = Interval(*(float(v) for v in np.percentile(iid_means, [2.5, 97.5])))
+    iid = BootstrapInterval(*(float(v) for v in np.percentile(iid_means, [2.5, 97.5])))
 
     block = summarize(tx, T0, T0 + 120).latency_mean_ci
 

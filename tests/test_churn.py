@@ -18,9 +18,9 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig
+from vacuumlab.records.churn_spec import POST_STEPS, Step
 from vacuumlab.store import Point, Store
 from vacuumlab.studies.churn import ChurnRun, load_steps
-from vacuumlab.studies.churn_spec import POST_STEPS, Step
 
 make_config = ChurnConfig.from_preset
 

@@ -15,6 +15,13 @@ from advise_fixtures import BLOATED_TABLE
 from conftest import PASSWORD_ROLE, execute, run_cli
 from vacuumlab.cli import app
 from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.records import (
+    churn_spec,
+    cost_driver_spec,
+    fillfactor_spec,
+    scheduling_spec,
+    toast_spec,
+)
 from vacuumlab.records.churn import ChurnConfig
 from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.records.fillfactor import FillfactorConfig
@@ -22,13 +29,6 @@ from vacuumlab.records.params import Config
 from vacuumlab.records.publication import Publication
 from vacuumlab.records.scheduling import SchedulingConfig
 from vacuumlab.records.toast import ToastConfig
-from vacuumlab.studies import (
-    churn_spec,
-    cost_driver_spec,
-    fillfactor_spec,
-    scheduling_spec,
-    toast_spec,
-)
 
 PUBLICATIONS: dict[str, Publication | None] = {
     spec.STUDY: spec.PUBLICATION

@@ -12,11 +12,11 @@ from psycopg import sql
 
 from conftest import run_cli
 from vacuumlab.errors import Interrupted, VacuumlabError
-from vacuumlab.lab.progress import Silent
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.store import Point, Store
+from vacuumlab.studies.base import Silent
 from vacuumlab.studies.cost_driver import CostDriverRun, delete_predicate
 
 make_config = CostDriverConfig.from_preset

@@ -24,7 +24,7 @@ from conftest import execute, run_cli
 from test_cli import assert_one_line_error
 from vacuumlab.advise import advise
 from vacuumlab.collect.snapshot import collect
-from vacuumlab.model import thresholds as th
+from vacuumlab.model.thresholds import of_table, server_settings
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.watch.exporter import Collector, Listen, serve
@@ -117,7 +117,7 @@ def test_threshold_progress_agrees_with_the_advisor(churned: str) -> None:
 def test_the_model_gives_the_same_thresholds_on_a_snapshot(churned: str) -> None:
     with connect(churned) as session:
         snap = collect(session)
-    [heap] = th.of_table(snap.tables[0], th.server_settings(snap), snap.server.version_num)
+    [heap] = of_table(snap.tables[0], server_settings(snap), snap.server.version_num)
     with exporting(churned) as (url, _):
         families = scrape(url)
     ratio = value(families, "vacuumlab_table_vacuum_threshold_ratio", **TABLE)

@@ -17,12 +17,12 @@ from scipy import stats
 
 from conftest import _fresh_database
 from vacuumlab.errors import Interrupted, VacuumlabError
-from vacuumlab.lab.progress import Silent
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.fillfactor import FillfactorConfig
 from vacuumlab.report.fillfactor import render_fillfactor_report
 from vacuumlab.store import Point, Store
+from vacuumlab.studies.base import Silent
 from vacuumlab.studies.fillfactor import (
     FillfactorRun,
     Moments,

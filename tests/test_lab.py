@@ -12,13 +12,14 @@ import psycopg
 import pytest
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab import Measured, Planned, StudyRun, Where
+from vacuumlab.lab import Where
 from vacuumlab.lab.registry import STUDIES, study_run
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.params import Config, Params
 from vacuumlab.store import Store
+from vacuumlab.studies.base import Measured, Planned, StudyRun
 
 
 @dataclass(frozen=True, slots=True)

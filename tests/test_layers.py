@@ -1,5 +1,6 @@
 """The layers hold at run time too: importing a renderer, a record, the live view or the TUI
-never loads the driver.
+never loads the driver; no module imports itself back; docs/layout.md draws the order the
+``layers`` contract states.
 
 import-linter (``make lint``) checks the import graph; this checks what Python really loads,
 package ``__init__`` modules included, in a fresh interpreter.
@@ -11,9 +12,14 @@ import ast
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
+import grimp
+
 import vacuumlab
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -68,3 +74,45 @@ def test_the_cli_and_the_tui_share_only_public_names():
                     if alias.name.startswith("_") and not alias.name.startswith("__")
                 ]
     assert private == []
+
+
+def test_no_module_imports_itself_back():
+    """No import cycles, function-level imports included: a cycle is two modules that each need
+    the other, which the layers cannot order (report/simulation.py and its chart were one)."""
+    graph = grimp.build_graph("vacuumlab")
+    modules = sorted(m for m in graph.modules if m.startswith("vacuumlab"))
+    cycles = [
+        (a, b)
+        for a in modules
+        for b in graph.find_modules_directly_imported_by(a)
+        if b.startswith("vacuumlab") and a < b and graph.chain_exists(importer=b, imported=a)
+    ]
+    assert cycles == []
+
+
+def _contract_layers() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    [layers] = [c for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"]
+    assert layers["containers"] == ["vacuumlab"]
+    return [" | ".join(part.strip() for part in layer.split("|")) for layer in layers["layers"]]
+
+
+def test_the_layout_draws_the_order_the_contract_states():
+    """docs/layout.md draws the layers in the contract's order, and names every top-level
+    module of the package."""
+    text = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    drawing = text.split("<!-- layers:", 1)[1].split("```", 2)[1]
+    drawn = [
+        " | ".join(part.strip() for part in line.split("  ", 1)[0].split("|"))
+        for line in drawing.strip().splitlines()
+    ]
+    assert drawn == _contract_layers()
+    package = Path(vacuumlab.__file__).parent
+    tops = sorted(
+        f"{p.name}/" if p.is_dir() else p.name
+        for p in package.iterdir()
+        if (p.is_dir() and (p / "__init__.py").exists())
+        or (p.suffix == ".py" and p.name != "__init__.py")
+    )
+    rooms = text.split("src/vacuumlab/", 1)[1]
+    assert [t for t in tops if f"  {t}" not in rooms] == []

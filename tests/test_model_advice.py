@@ -13,11 +13,11 @@ from conftest import execute, wait_for_counts, xmin_holder
 from vacuumlab.advise import advise
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.estimate import relation_rates
-from vacuumlab.collect.advice import collect_advice
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.lab.advice import collect_advice
+from vacuumlab.model.knobs import KNOBS, Knob
 from vacuumlab.pg.connect import connect
-from vacuumlab.pg.knobs import KNOBS, Knob
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.snapshot import Relation, Snapshot
 

@@ -27,10 +27,10 @@ from cost_driver_fixtures import (
 )
 from report_fixtures import T0, XSS, make_churn_run
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.cost_driver_spec import point_params
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.report.cost_driver import render_cost_driver_report
 from vacuumlab.store import Store
-from vacuumlab.studies.cost_driver_spec import point_params
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHART_IDS = ["chart-dirty", "chart-indexes", "chart-heatmap", "chart-writers", "chart-predicted"]

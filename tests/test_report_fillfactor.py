@@ -28,10 +28,10 @@ from fillfactor_fixtures import (
 )
 from report_fixtures import T0, XSS
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.fillfactor_spec import point_params
 from vacuumlab.report.cost_driver import render_cost_driver_report
 from vacuumlab.report.fillfactor import render_fillfactor_report
 from vacuumlab.store import Store
-from vacuumlab.studies.fillfactor_spec import point_params
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHART_IDS = ["chart-hot", "chart-growth", "chart-performance"]

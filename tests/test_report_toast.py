@@ -28,9 +28,9 @@ from toast_fixtures import (
     storage_metrics,
 )
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.toast_spec import storage_params
 from vacuumlab.report.toast import render_toast_report, seconds, size
 from vacuumlab.store import Store
-from vacuumlab.studies.toast_spec import storage_params
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHART_IDS = ["chart-sizes", "chart-timings", "chart-work", "chart-timeline"]

@@ -11,7 +11,6 @@ from advise_fixtures import changed, relation, snapshot
 from vacuumlab.model.forecast import forecast
 from vacuumlab.records.simulation import Simulation
 from vacuumlab.records.snapshot import Table
-from vacuumlab.report.simulation import busiest
 from vacuumlab.report.simulation_chart import (
     BUCKETS,
     DRAWN,
@@ -19,6 +18,7 @@ from vacuumlab.report.simulation_chart import (
     timeline_figure,
     timeline_svg,
 )
+from vacuumlab.report.simulation_data import busiest
 
 #: (dead tuples in the minute between the snapshots, live rows) of small, busy tables.
 TABLES = ((6000, 1000), (3000, 5000), (1500, 2000), (800, 20000), (400, 3000), (100, 1000),

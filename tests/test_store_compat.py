@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from vacuumlab.lab.registry import STUDIES
+from vacuumlab.records import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
 from vacuumlab.report import RENDERERS
 from vacuumlab.store import Store
-from vacuumlab.studies import churn_spec, cost_driver_spec, fillfactor_spec, toast_spec
 
 DATA = Path(__file__).parent / "data" / "store_v1.sqlite"
 SPECS = {s.STUDY: s for s in (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec)}

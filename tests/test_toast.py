@@ -15,14 +15,14 @@ import pytest
 from psycopg import sql
 
 from vacuumlab.errors import Interrupted, VacuumlabError
-from vacuumlab.lab.progress import Silent
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ToastConfig
+from vacuumlab.records.toast_spec import PARALLEL_METRICS, STORAGE_METRICS
 from vacuumlab.report.toast import render_toast_report, seconds, size
 from vacuumlab.store import Point, Store
+from vacuumlab.studies.base import Silent
 from vacuumlab.studies.toast import ToastRun, describe
-from vacuumlab.studies.toast_spec import PARALLEL_METRICS, STORAGE_METRICS
 
 make_config = ToastConfig.from_preset
 

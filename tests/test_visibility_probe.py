@@ -9,10 +9,10 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from conftest import execute
-from vacuumlab.collect.advice import collect_advice
 from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.collect.vacuum_log import parse_report
 from vacuumlab.collect.visibility import with_visibility
+from vacuumlab.lab.advice import collect_advice
 from vacuumlab.pg.connect import connect
 
 #: 40 int pairs fill a page (fillfactor 100): 226 rows a page.

@@ -13,9 +13,9 @@ from prometheus_client.samples import Sample
 
 from advise_fixtures import PG18, T0, autovacuum, changed, relation, snapshot, toast_of
 from conftest import execute, wait_for_counts, xmin_holder
-from vacuumlab.model import progress
-from vacuumlab.model import thresholds as th
+from vacuumlab.model import time_left
 from vacuumlab.model.simulator import PAGE_S
+from vacuumlab.model.thresholds import of_tables, server_settings
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import (
     AutovacuumWorker,
@@ -176,15 +176,15 @@ def test_last_vacuum_length_from_the_vacuum_times_of_18() -> None:
     after = changed(
         before, autovacuum_count=2, total_autovacuum_time_ms=4000.0, last_autovacuum=ended
     )
-    assert progress.last_duration(after, before) == 3.0
-    assert progress.last_duration(before) == 1.0  # the only vacuum so far
-    assert progress.last_duration(after, after) is None  # none ended in between
+    assert time_left.last_duration(after, before) == 3.0
+    assert time_left.last_duration(before) == 1.0  # the only vacuum so far
+    assert time_left.last_duration(after, after) is None  # none ended in between
 
 
 def test_last_vacuum_length_from_a_vacuum_seen_running() -> None:
     before = relation(10, "t", total_autovacuum_time_ms=None)
     after = changed(before, last_autovacuum=T0 + timedelta(seconds=42), autovacuum_count=1)
-    assert progress.last_duration(after, before, autovacuum(10)) == 42.0
+    assert time_left.last_duration(after, before, autovacuum(10)) == 42.0
     first = snapshot(Table(heap=before, toast=None), vacuums=(autovacuum(10),), version=170000)
     now = snapshot(Table(heap=after, toast=None), seconds=60, version=170000)
     assert live_view(first, now).tables[0].last_vacuum_s == 42.0
@@ -300,7 +300,7 @@ def test_the_head_of_a_real_queue_is_the_whole_queues_and_the_models(
     a TOAST relation's own, autovacuum off, a second schema) and some gathering dead tuples:
     the rows a pick's limit keeps are the head of the whole queue, the queue is in row_key
     order, and each row says what the model's full thresholds say of its relation. The view
-    ranks every relation with th.standings() and builds thresholds for the rows only."""
+    ranks every relation with standings() and builds thresholds for the rows only."""
     db = embedded_database
     made: list[str] = ["CREATE SCHEMA other"]
     for i in range(20):
@@ -341,8 +341,8 @@ def test_the_head_of_a_real_queue_is_the_whole_queues_and_the_models(
     assert other.tables == [t for t in rows if t.schema_name == "other"][:2]
     assert [row_key(t) for t in rows] == sorted(row_key(t) for t in rows)
 
-    server = th.server_settings(second)
-    full = th.of_tables(second.tables, server, second.server.version_num)
+    server = server_settings(second)
+    full = of_tables(second.tables, server, second.server.version_num)
     by_oid = {t.oid: t for t in rows}
     assert len(by_oid) == len(full) == whole.relations
     for t in full:

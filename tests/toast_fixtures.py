@@ -22,8 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
-from vacuumlab.store import Metric, Store
-from vacuumlab.studies.toast_spec import (
+from vacuumlab.records.toast_spec import (
     ARMS,
     PARALLEL_METRICS,
     PARTS,
@@ -38,6 +37,7 @@ from vacuumlab.studies.toast_spec import (
     storage_params,
     vacuum_metric,
 )
+from vacuumlab.store import Metric, Store
 
 ROWS = 50_000
 WIDTH = 4096

@@ -14,7 +14,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from vacuumlab.advise import advise
-from vacuumlab.collect.advice import collect_two
+from vacuumlab.lab.advice import collect_two
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice, Finding, Recommendation
 from vacuumlab.records.snapshot import Snapshot

@@ -1,23 +1,21 @@
 """The advisor: per table, where autovacuum stands and what to change, with the evidence.
 
 Advising is pure: it works on snapshots (records) only, so ``--input`` can advise from saved
-ones with no server. Collecting them lives in :mod:`vacuumlab.collect.advice`.
+ones with no server. Collecting them lives in :mod:`vacuumlab.lab.advice`.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from operator import itemgetter
 from typing import cast
-
-from pydantic import TypeAdapter
 
 from vacuumlab import __version__
 from vacuumlab.advise import simulated
 from vacuumlab.advise.context import Context
+from vacuumlab.advise.table_status import table_statuses
 from vacuumlab.memory import collector_paused
-from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus
+from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation
 from vacuumlab.records.snapshot import Snapshot
 
 Question = Callable[[Context], list[Finding]]
@@ -55,7 +53,7 @@ def _advise(ctx: Context) -> Advice:
         server=ctx.now.server,
         exact=ctx.exact_probed,
         findings=findings,
-        tables=_statuses(ctx),
+        tables=table_statuses(ctx),
         notes=list(ctx.now.notes),
     )
 
@@ -116,51 +114,6 @@ def _is_zero(value: str) -> bool:
         return float(value.removesuffix("ms")) == 0
     except ValueError:
         return False
-
-
-#: Validates the status rows in one call: at 20,000 relations, one call per row costs a sixth more.
-_STATUSES = TypeAdapter(list[TableStatus])
-_PROGRESS = itemgetter("vacuum_progress")
-
-
-def _statuses(ctx: Context) -> list[TableStatus]:
-    from vacuumlab.advise.estimate import table_rates
-
-    rates = table_rates(ctx)
-    names = ctx.names
-    # Relations sharing options share one Effective, and so one sorted list of overrides.
-    overridden: dict[int, list[str]] = {}
-    rows = []
-    for t in ctx.thresholds:
-        effective = t.effective
-        overrides = overridden.get(id(effective))
-        if overrides is None:
-            overrides = overridden[id(effective)] = sorted(effective.overridden)
-        dead_rate, to_vacuum, duration = rates.get(t.relation.oid, (None, None, None))
-        rows.append(
-            {
-                "relation": names[t.relation.oid],
-                "is_toast": t.is_toast,
-                "autovacuum_enabled": effective.enabled,
-                "dead": t.dead,
-                "vacuum_threshold": t.vacuum,
-                "vacuum_progress": t.vacuum_progress,
-                "inserted": t.inserted,
-                "insert_threshold": t.insert,
-                "modified": t.modified,
-                "analyze_threshold": t.analyze,
-                "overridden": overrides,
-                "dead_per_second": dead_rate,
-                "seconds_to_vacuum": to_vacuum,
-                "estimated_vacuum_seconds": duration,
-                "needs_analyze": t.needs_analyze,
-                "forced": t.forced,
-            }
-        )
-    # Most progress first, ordered before validation with a key read in C; a stable sort in
-    # reverse keeps equal rows in their order, as sorting on the negated progress did.
-    rows.sort(key=_PROGRESS, reverse=True)
-    return _STATUSES.validate_python(rows)
 
 
 __all__ = ["Advice", "advise", "questions"]

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from vacuumlab.advise import horizon
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_table, label
-from vacuumlab.model import thresholds as th
-from vacuumlab.model.thresholds import Thresholds
+from vacuumlab.model.thresholds import Thresholds, vacuum_threshold
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import ExactBloat, Relation, Table
 
@@ -53,7 +52,11 @@ RECLAIM = (
 
 
 @dataclass(frozen=True, slots=True)
-class Estimate:
+class BloatEstimate:
+    """A relation's bloat from the statistics alone: its size, the dead tuples' share of it, and
+    the pages the visibility map does not mark all-visible. (The time to its next vacuum is
+    :class:`vacuumlab.advise.estimate.Estimate`.)"""
+
     size: int
     dead_share: float
     pages: int
@@ -77,13 +80,13 @@ def findings(ctx: Context) -> list[Finding]:
     return found
 
 
-def estimate(rel: Relation, block_size: int) -> Estimate | None:
+def bloat_estimate(rel: Relation, block_size: int) -> BloatEstimate | None:
     live, dead = rel.n_live_tup, rel.n_dead_tup
     if live is None or dead is None or live + dead == 0:
         return None
     size = rel.heap_bytes if rel.heap_bytes is not None else rel.relpages * block_size
     pages = size // block_size
-    return Estimate(
+    return BloatEstimate(
         size=size,
         dead_share=dead / (live + dead),
         pages=pages,
@@ -98,7 +101,7 @@ def wasted_share(m: ExactBloat, fillfactor: float) -> float:
 
 
 def _relation(ctx: Context, table: Table, rel: Relation, t: Thresholds | None) -> Finding | None:
-    est = estimate(rel, ctx.now.server.block_size)
+    est = bloat_estimate(rel, ctx.now.server.block_size)
     m = ctx.exact.get(rel.oid)
     if m is not None:
         fillfactor = _fillfactor(rel)
@@ -130,7 +133,7 @@ def _relation(ctx: Context, table: Table, rel: Relation, t: Thresholds | None) -
     )
 
 
-def _title(est: Estimate | None, m: ExactBloat | None, share: float, size: float) -> str:
+def _title(est: BloatEstimate | None, m: ExactBloat | None, share: float, size: float) -> str:
     wasted = f"{share:.0%} of {size / _MB:,.1f} MB ({share * size / _MB:,.1f} MB)"
     if m is None:
         return f"estimated bloat: {wasted} dead rows, from statistics"
@@ -139,7 +142,7 @@ def _title(est: Estimate | None, m: ExactBloat | None, share: float, size: float
 
 
 def _detail(
-    est: Estimate | None,
+    est: BloatEstimate | None,
     m: ExactBloat | None,
     t: Thresholds | None,
     *,
@@ -171,7 +174,7 @@ def _detail(
 
 
 def _evidence(
-    est: Estimate | None, m: ExactBloat | None, share: float, fillfactor: int
+    est: BloatEstimate | None, m: ExactBloat | None, share: float, fillfactor: int
 ) -> dict[str, Value]:
     evidence: dict[str, Value] = {"wasted_share": round(share, 4), "fillfactor": fillfactor}
     if est is not None:
@@ -201,7 +204,7 @@ def _more_often(
     if t is None or not t.effective.enabled or t.relation.reltuples < 0:
         return []
     current = t.effective.vacuum_scale_factor
-    lower = th.vacuum_threshold(t.effective, t.relation.reltuples, scale_factor=TARGET_SCALE_FACTOR)
+    lower = vacuum_threshold(t.effective, t.relation.reltuples, scale_factor=TARGET_SCALE_FACTOR)
     if current <= TARGET_SCALE_FACTOR or lower <= 0 or t.vacuum / lower < MIN_GAIN:
         return []
     name = label(rel, table.heap)

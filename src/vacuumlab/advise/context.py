@@ -10,9 +10,14 @@ from functools import cached_property
 from psycopg import sql
 
 from vacuumlab.model import balance, forcing
-from vacuumlab.model import thresholds as th
-from vacuumlab.model.thresholds import parse_bool
-from vacuumlab.pg.knobs import knob
+from vacuumlab.model.knobs import knob
+from vacuumlab.model.thresholds import (
+    Thresholds,
+    of_tables,
+    options_of,
+    parse_bool,
+    server_settings,
+)
 from vacuumlab.records.advice import Recommendation, Scope
 from vacuumlab.records.snapshot import ExactBloat, PagesScanned, Relation, Snapshot, Table
 from vacuumlab.units import share_of as share_of  # its home before units.py
@@ -52,7 +57,7 @@ class Context:
 
     @cached_property
     def settings(self) -> dict[str, str]:
-        return th.server_settings(self.now)
+        return server_settings(self.now)
 
     def setting(self, name: str, default: float = 0.0) -> float:
         try:
@@ -61,12 +66,12 @@ class Context:
             return default
 
     @cached_property
-    def thresholds(self) -> list[th.Thresholds]:
+    def thresholds(self) -> list[Thresholds]:
         recovery = self.now.server.in_recovery
-        return th.of_tables(self.now.tables, self.settings, self.version, in_recovery=recovery)
+        return of_tables(self.now.tables, self.settings, self.version, in_recovery=recovery)
 
     @cached_property
-    def thresholds_by_oid(self) -> dict[int, th.Thresholds]:
+    def thresholds_by_oid(self) -> dict[int, Thresholds]:
         """Each relation's thresholds under its oid: three questions look them up."""
         return {t.relation.oid: t for t in self.thresholds}
 
@@ -135,7 +140,7 @@ class Context:
             rel.oid
             for table in self.now.tables
             for rel in (table.heap, table.toast)
-            if rel is not None and balance.has_own_cost(th.options_of(table, rel))
+            if rel is not None and balance.has_own_cost(options_of(table, rel))
         }
         return balance.balanced_workers(self.now.vacuums, own, self.now.workers)
 

@@ -4,8 +4,10 @@ hours with the server as it is, then with the change, and the recommendation say
 of 109k").
 
 Only with two snapshots (the rates); only for settings the simulator reads
-(``advise.whatif.simulated``). The base run is shared by every recommendation and by the
-timing and workers questions (``ctx.memo``).
+(:func:`simulated`), each recommendation turned into the what-if the simulator runs by
+:func:`change_for` (a ``model.whatif.Change``; ``advise --verify`` applies the same ones).
+The base run is shared by every recommendation and by the timing and workers questions
+(``ctx.memo``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,38 @@ from functools import cached_property
 from typing import cast
 
 from vacuumlab.advise.context import Context
-from vacuumlab.advise.whatif import change_for
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import forecast
+from vacuumlab.model.knobs import knob
 from vacuumlab.model.simulator import Outcome, Tally
+from vacuumlab.model.whatif import Change
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.units import count, duration
+
+#: How a finding names a table's TOAST relation.
+TOAST_SUFFIX = " (TOAST)"
+#: Settings the simulator reads, beyond every autovacuum_* one.
+_ALSO_SIMULATED = frozenset(
+    {"track_counts", "vacuum_cost_limit", "vacuum_cost_delay", "vacuum_freeze_min_age"}
+)
+
+
+def simulated(setting: str) -> bool:
+    return setting.startswith("autovacuum") or setting in _ALSO_SIMULATED
+
+
+def change_for(finding: Finding, rec: Recommendation) -> Change | None:
+    """The change ``rec`` makes, in the setting's base unit; None for one the simulator does
+    not model (fillfactor, a session timeout) or one without a table to put it on."""
+    if not simulated(rec.setting):
+        return None
+    if rec.scope == "server":
+        return Change(rec.setting, knob(rec.setting).in_base_unit(rec.value))
+    table = rec.target or (finding.relation or "").removesuffix(TOAST_SUFFIX)
+    if not table:
+        return None
+    return Change(rec.setting, rec.value, table=table, toast=rec.scope == "toast")
+
 
 #: How far ahead the advisor simulates.
 HOURS = 6.0

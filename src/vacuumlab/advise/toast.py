@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vacuumlab.advise.context import Context, alter_table, label
-from vacuumlab.model import thresholds as th
-from vacuumlab.model.thresholds import Thresholds
-from vacuumlab.pg.knobs import KNOBS
+from vacuumlab.model.knobs import KNOBS
+from vacuumlab.model.thresholds import Thresholds, options_of, parse_bool
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import Relation, Table
 
@@ -57,7 +56,7 @@ def autovacuum_options(table: Table, *, is_toast: bool) -> dict[str, str]:
     """The reloptions autovacuum reads for the heap or for its TOAST relation (the model's
     options_of())."""
     rel = table.toast if is_toast and table.toast is not None else table.heap
-    return th.options_of(table, rel)
+    return options_of(table, rel)
 
 
 def inheritable(heap: Relation) -> dict[str, str]:
@@ -119,7 +118,7 @@ def _carriable(ctx: Context, name: str, value: str) -> bool:
     knob = KNOBS.get(name)
     if knob is None or "toast" not in knob.scopes or ctx.version < knob.since:
         return False
-    return not (name == "autovacuum_enabled" and not th.parse_bool(value))
+    return not (name == "autovacuum_enabled" and not parse_bool(value))
 
 
 # -- findings -----------------------------------------------------------------------------------

@@ -17,8 +17,8 @@ from vacuumlab.advise import estimate, horizon, simulated, timing
 from vacuumlab.advise.context import Context, alter_system
 from vacuumlab.model import balance
 from vacuumlab.model import cost as cm
-from vacuumlab.model import thresholds as th
-from vacuumlab.pg.knobs import knob
+from vacuumlab.model.knobs import knob
+from vacuumlab.model.thresholds import of_tables
 from vacuumlab.records.advice import Finding, Recommendation, Severity, Value
 from vacuumlab.records.snapshot import Relation
 
@@ -296,7 +296,7 @@ def _waited(ctx: Context, busy: set[int]) -> list[str]:
     naptime = ctx.setting("autovacuum_naptime", 60.0)
     if ctx.later is None or seconds is None or seconds < WAITED_NAPTIMES * naptime:
         return []
-    first = th.of_tables(ctx.snapshot.tables, ctx.settings, ctx.version)
+    first = of_tables(ctx.snapshot.tables, ctx.settings, ctx.version)
     before = {t.relation.oid for t in first if t.needs_vacuum}
     busy_before = {v.relid for v in ctx.snapshot.vacuums if v.is_autovacuum}
     names = ctx.names

@@ -149,7 +149,7 @@ def advise_command(
                 data_dir, verify=verify)  # fmt: skip
         return
     from vacuumlab.advise import advise
-    from vacuumlab.collect.advice import collect_advice
+    from vacuumlab.lab.advice import collect_advice
     from vacuumlab.records.snapshot import load_snapshot
     from vacuumlab.report.advice_text import render
 

@@ -26,7 +26,7 @@ _DURATIONS = ("duration_stats_s", "duration_log_s", "duration_wall_s")
 
 
 class RunDisplay:
-    """Implements :class:`vacuumlab.lab.progress.Progress` on a console."""
+    """Implements :class:`vacuumlab.studies.base.Progress` on a console."""
 
     def __init__(self, console: Console) -> None:
         self.console = console

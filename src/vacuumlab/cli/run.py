@@ -24,6 +24,13 @@ from vacuumlab.cli.progress import RunDisplay
 from vacuumlab.cli.report import render_report
 from vacuumlab.errors import Interrupted
 from vacuumlab.lab.targets import Where, default_store
+from vacuumlab.records import (
+    churn_spec,
+    cost_driver_spec,
+    fillfactor_spec,
+    scheduling_spec,
+    toast_spec,
+)
 from vacuumlab.records.churn import ChurnConfig
 from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.records.fillfactor import FillfactorConfig
@@ -32,13 +39,6 @@ from vacuumlab.records.publication import Publication
 from vacuumlab.records.scheduling import SchedulingConfig
 from vacuumlab.records.toast import ToastConfig
 from vacuumlab.store import Store
-from vacuumlab.studies import (
-    churn_spec,
-    cost_driver_spec,
-    fillfactor_spec,
-    scheduling_spec,
-    toast_spec,
-)
 
 run_app = typer.Typer(
     help="Run a study and record it in the results store.",

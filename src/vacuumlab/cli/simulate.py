@@ -110,7 +110,7 @@ def _checked(change: Change, version: int) -> Change:
     """The value in the setting's base unit, checked against its type, range and version."""
     from dataclasses import replace
 
-    from vacuumlab.pg.knobs import knob
+    from vacuumlab.model.knobs import knob
 
     k = knob(change.setting)
     value = k.in_base_unit(change.value)
@@ -121,8 +121,8 @@ def _checked(change: Change, version: int) -> Change:
 def _recorded(run_id: int, store_path: Path | None) -> tuple[Snapshot, Snapshot]:
     """The first and last snapshots of a run that ``watch --record`` kept."""
     from vacuumlab.lab.targets import existing_store
+    from vacuumlab.records.watch_spec import STUDY, watched_period
     from vacuumlab.store import Store
-    from vacuumlab.watch.recorded import STUDY, watched_period
 
     with Store.open(existing_store(store_path)) as store:
         found = store.run(run_id)
@@ -148,7 +148,7 @@ def _snapshots(
         return before, after
     seconds = seconds_of(interval)
     assert seconds is not None
-    from vacuumlab.collect.advice import collect_two
+    from vacuumlab.lab.advice import collect_two
 
     return collect_two(
         dsn or sandbox_dsn(data_dir),

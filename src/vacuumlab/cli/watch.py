@@ -85,7 +85,7 @@ def _terminal() -> None:
 def _recorder(store_path: Path | None, every_s: float, dsn: str) -> Recorder:
     from vacuumlab.lab.targets import default_store
     from vacuumlab.pg.connect import redact
-    from vacuumlab.watch.record import Recorder
+    from vacuumlab.watch.recorder import Recorder
 
     return Recorder.check(store_path or default_store(), every_s, redact(dsn))
 
@@ -108,4 +108,4 @@ def _run(source: Source, every_s: float, recorder: Recorder | None) -> None:
 
 
 if TYPE_CHECKING:
-    from vacuumlab.watch.record import Recorder
+    from vacuumlab.watch.recorder import Recorder

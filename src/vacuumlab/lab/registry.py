@@ -1,6 +1,6 @@
 """Every study the lab can run, by name, and the one way to start any of them.
 
-Adding a study means its module (a :class:`~vacuumlab.lab.run.StudyRun`), its spec and one
+Adding a study means its module (a :class:`~vacuumlab.studies.base.StudyRun`), its spec and one
 line here.
 """
 
@@ -11,11 +11,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import StudyRun
 from vacuumlab.lab.targets import Where, open_target, resumable_params
 from vacuumlab.records.params import Config
 from vacuumlab.store import Store
+from vacuumlab.studies.base import Progress, StudyRun
 from vacuumlab.studies.churn import ChurnRun
 from vacuumlab.studies.cost_driver import CostDriverRun
 from vacuumlab.studies.fillfactor import FillfactorRun

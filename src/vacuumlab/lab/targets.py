@@ -13,6 +13,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox, default_home
 from vacuumlab.pg.target import Target
 from vacuumlab.store import Store
+from vacuumlab.studies.base import run_directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +54,6 @@ def existing_store(path: Path | None) -> Path:
     if not path.exists():
         raise VacuumlabError(f"no results store at {path}: run a study first, or pass --store")
     return path
-
-
-def run_directory(store_path: Path, run_id: int) -> Path:
-    """Where a run's raw files (pgbench logs) and report are kept, beside the store."""
-    return store_path.parent / "runs" / str(run_id)
 
 
 def report_directory(store_path: Path, run_id: int) -> Path:

@@ -5,7 +5,7 @@
    ``window`` seconds (:mod:`vacuumlab.collect.window`). A window of its own rather than the
    advice's interval: which relations to watch is known only once the advice is made, and
    two windows of the same length give comparable peaks and counts.
-3. **Apply** every recommendation the simulator models (``advise.whatif.change_for``); the
+3. **Apply** every recommendation the simulator models (``advise.simulated.change_for``); the
    rest (fillfactor, session timeouts) and server settings that need a restart are skipped,
    with the reason.
 4. **Settle** until each watched relation has had an autovacuum under the new settings (at
@@ -38,10 +38,10 @@ from datetime import UTC, datetime
 
 from vacuumlab import __version__
 from vacuumlab.advise import advise
-from vacuumlab.advise.whatif import TOAST_SUFFIX, change_for
-from vacuumlab.collect.advice import collect_two
+from vacuumlab.advise.simulated import TOAST_SUFFIX, change_for
 from vacuumlab.collect.window import measure, until_vacuumed
 from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.lab.advice import collect_two
 from vacuumlab.lab.changes import Changes, TableChange
 from vacuumlab.lab.verdicts import judge
 from vacuumlab.model.forecast import (

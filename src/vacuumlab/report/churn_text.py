@@ -8,9 +8,9 @@ from rich.table import Table
 from rich.text import Text
 
 from vacuumlab.records.churn import ChurnPoint
+from vacuumlab.records.churn_spec import PUBLISHED
 from vacuumlab.report.churn.data import as_step, post_number
 from vacuumlab.store import Point, Store
-from vacuumlab.studies.churn_spec import PUBLISHED
 
 
 def summary_table(store: Store, run_id: int) -> Table:

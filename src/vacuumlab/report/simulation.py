@@ -7,8 +7,6 @@ autoescaped in HTML.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -16,6 +14,7 @@ from rich.text import Text
 from vacuumlab.records.simulation import RelationForecast, Simulation
 from vacuumlab.report.advice_md import md_table, md_text
 from vacuumlab.report.common import environment
+from vacuumlab.report.simulation_data import busiest, hours
 from vacuumlab.units import count, duration, rate
 
 COLUMNS = (
@@ -29,18 +28,7 @@ COLUMNS = (
     "peak dead",
     "waited past threshold",
 )
-#: Relations a report lists, busiest first.
-LIMIT = 40
 TEMPLATE = "simulation.html.j2"
-
-
-@dataclass(frozen=True, slots=True)
-class Hour:
-    """One hour of the window: how many workers were busy on average, vacuums started."""
-
-    start_s: float
-    busy_workers: float
-    started: int
 
 
 def title(sim: Simulation) -> str:
@@ -65,11 +53,6 @@ def header(sim: Simulation) -> list[tuple[str, str]]:
     return rows
 
 
-def busiest(sim: Simulation, limit: int = LIMIT) -> list[RelationForecast]:
-    """Relations by the peak of dead tuples they reach, then by how often they are vacuumed."""
-    return sorted(sim.relations, key=lambda r: (-r.peak_dead, -r.vacuums, r.relation))[:limit]
-
-
 def row(r: RelationForecast) -> list[str]:
     return [
         r.relation,
@@ -87,26 +70,6 @@ def row(r: RelationForecast) -> list[str]:
 def _short(seconds: float) -> str:
     """Vacuums of small tables take milliseconds."""
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else duration(seconds)
-
-
-def hours(sim: Simulation) -> list[Hour]:
-    """The worker-use timeline, an hour at a time (the last hour may be shorter)."""
-    buckets = max(1, int(-(-sim.seconds // 3600)))
-    busy = [0.0] * buckets
-    started = [0] * buckets
-    for span in sim.spans:
-        started[min(int(span.start_s // 3600), buckets - 1)] += 1
-        at, end = span.start_s, min(span.end_s, sim.seconds)
-        while at < end:
-            bucket = min(int(at // 3600), buckets - 1)
-            edge = min(end, (bucket + 1) * 3600.0)
-            busy[bucket] += edge - at
-            at = edge if edge > at else end
-    widths = [min(3600.0, sim.seconds - b * 3600.0) for b in range(buckets)]
-    return [
-        Hour(b * 3600.0, busy[b] / widths[b] if widths[b] > 0 else 0.0, started[b])
-        for b in range(buckets)
-    ]
 
 
 # -- terminal ---------------------------------------------------------------------------------

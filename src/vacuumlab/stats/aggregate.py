@@ -1,7 +1,7 @@
 """Aggregates for the cost-driver report: medians with quartiles, straight-line fits, ratios.
 
 Pure numpy. Missing values (None, NaN) are common: a metric is None where its source was not
-available on the server (see studies/cost_driver_spec.py), so every function drops them.
+available on the server (see records/cost_driver_spec.py), so every function drops them.
 """
 
 from __future__ import annotations

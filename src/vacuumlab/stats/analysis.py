@@ -122,8 +122,8 @@ def _lerp(a: FloatArray, b: FloatArray, t: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True, slots=True)
-class Interval:
-    """A 95 % confidence interval."""
+class BootstrapInterval:
+    """A 95 % percentile interval of block-bootstrap resamples."""
 
     low: float
     high: float
@@ -142,14 +142,14 @@ class Summary:
     failed: int
     duration_s: float
     tps: float
-    tps_ci: Interval
+    tps_ci: BootstrapInterval
     latency_mean_ms: float
-    latency_mean_ci: Interval
+    latency_mean_ci: BootstrapInterval
     latency_stddev_ms: float
     latency_p50_ms: float
     latency_p95_ms: float
     latency_p99_ms: float
-    latency_p99_ci: Interval
+    latency_p99_ci: BootstrapInterval
 
 
 def summarize(
@@ -208,13 +208,13 @@ def _resample(blocks: int, n_boot: int, seed: int) -> FloatArray:
     return drawn.astype(np.float64)
 
 
-def _interval(samples: FloatArray) -> Interval:
+def _interval(samples: FloatArray) -> BootstrapInterval:
     """Percentile interval; NaN when no resample had a value (e.g. all drawn seconds empty)."""
     finite = samples[np.isfinite(samples)]
     if finite.size == 0:
-        return Interval(math.nan, math.nan)
+        return BootstrapInterval(math.nan, math.nan)
     low, high = np.percentile(finite, [2.5, 97.5])
-    return Interval(float(low), float(high))
+    return BootstrapInterval(float(low), float(high))
 
 
 #: Relative width of the p99 histogram bins, hence the bootstrap p99's relative error bound.

@@ -28,7 +28,7 @@ NO_SPREAD = "not testable (no variation within either group)"
 
 
 @dataclass(frozen=True, slots=True)
-class Interval:
+class MeanInterval:
     """A 95 % confidence interval of a mean, from the t distribution."""
 
     mean: float
@@ -98,7 +98,7 @@ def _ttest(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, floa
     return float(result.statistic), float(result.pvalue), float(result.df)
 
 
-def mean_interval(values: Sequence[float | None], level: float = 0.95) -> Interval | None:
+def mean_interval(values: Sequence[float | None], level: float = 0.95) -> MeanInterval | None:
     """The mean with its t-based confidence interval; None without two finite values."""
     data = clean(values)
     if len(data) < 2:
@@ -107,7 +107,7 @@ def mean_interval(values: Sequence[float | None], level: float = 0.95) -> Interv
     half = float(stats.t.ppf(0.5 + level / 2, len(data) - 1)) * float(
         np.std(data, ddof=1) / math.sqrt(len(data))
     )
-    return Interval(mean, mean - half, mean + half, len(data))
+    return MeanInterval(mean, mean - half, mean + half, len(data))
 
 
 def p_text(p: float | None) -> str:

@@ -28,16 +28,23 @@ from psycopg import sql
 from vacuumlab.collect import probes
 from vacuumlab.collect.sampler import Sample, Sampler, autovacuum_runs
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, Series, StudyRun, work_session
+from vacuumlab.model.knobs import KNOBS
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
-from vacuumlab.pg.knobs import KNOBS
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
+from vacuumlab.records.churn_spec import STUDY
 from vacuumlab.stats import analysis
-from vacuumlab.studies.churn_spec import STUDY
+from vacuumlab.studies.base import (
+    SCHEMA,
+    Measured,
+    Planned,
+    Progress,
+    Series,
+    StudyRun,
+    work_session,
+)
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 TABLE = "bencher"

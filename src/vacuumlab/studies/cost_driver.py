@@ -28,16 +28,15 @@ from vacuumlab.collect import probes
 from vacuumlab.collect.sampler import Sample
 from vacuumlab.collect.vacuum_log import VacuumReport, parse_report, reports_in_log
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun
 from vacuumlab.model.cost import CostSettings, throttle_seconds, vacuum_cost
 from vacuumlab.pg.connect import Session, VersionTooOld, connect
 from vacuumlab.pg.extensions import extension_schema
 from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig, CostDriverPoint, Distribution
+from vacuumlab.records.cost_driver_spec import STUDY
 from vacuumlab.records.probes import TableIo
 from vacuumlab.records.snapshot import IoRow, Wal
-from vacuumlab.studies.cost_driver_spec import STUDY
+from vacuumlab.studies.base import SCHEMA, Measured, Planned, Progress, StudyRun
 from vacuumlab.studies.shared import checkpoint, recreate
 
 TABLE = "bench_table"

@@ -33,8 +33,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun, work_session
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.extensions import extension_schema
@@ -46,7 +44,8 @@ from vacuumlab.records.fillfactor import (
     StatementTimes,
     memory_bytes,
 )
-from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
+from vacuumlab.records.fillfactor_spec import SIZE_LABELS, STUDY, scale_for
+from vacuumlab.studies.base import SCHEMA, Measured, Planned, Progress, StudyRun, work_session
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 ACCOUNTS = "pgbench_accounts"

@@ -30,17 +30,13 @@ from psycopg import sql
 
 from vacuumlab.collect.schedule import TablesSampler
 from vacuumlab.collect.snapshot import collect
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, Series, StudyRun, work_session
 from vacuumlab.model import forecast
 from vacuumlab.model.simulator import Outcome, simulate
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.scheduling import SchedulingConfig, SchedulingPoint
-from vacuumlab.records.snapshot import Snapshot
-from vacuumlab.store import Metric
-from vacuumlab.studies import scheduling_compare as cmp
-from vacuumlab.studies.scheduling_spec import (
+from vacuumlab.records.scheduling_spec import (
     DEAD,
     LAUNCHES,
     MEASURED,
@@ -49,6 +45,10 @@ from vacuumlab.studies.scheduling_spec import (
     series_name,
     table_metric,
 )
+from vacuumlab.records.snapshot import Snapshot
+from vacuumlab.store import Metric
+from vacuumlab.studies import scheduling_compare as cmp
+from vacuumlab.studies.base import SCHEMA, Measured, Planned, Series, StudyRun, work_session
 from vacuumlab.studies.shared import checkpoint_if_allowed
 
 #: Auto-analyze off: the largest value the reloption takes (INT_MAX).

@@ -9,8 +9,8 @@ import psycopg
 from psycopg import sql
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.run import SCHEMA
 from vacuumlab.pg.connect import Session
+from vacuumlab.studies.base import SCHEMA
 
 
 def checkpoint(s: Session) -> None:

@@ -47,15 +47,10 @@ from psycopg import sql
 
 from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import SCHEMA, Measured, Planned, StudyRun
 from vacuumlab.pg.connect import Session
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ParallelPoint, StoragePoint, ToastConfig, ToastPoint
-from vacuumlab.store import Metric
-from vacuumlab.studies.shared import checkpoint
-from vacuumlab.studies.toast_parallel import PARALLEL_TABLE, measure_parallel
-from vacuumlab.studies.toast_spec import (
+from vacuumlab.records.toast_spec import (
     ARMS,
     DEFAULT_TOAST_TUPLE_TARGET,
     PAGE_BYTES,
@@ -64,6 +59,10 @@ from vacuumlab.studies.toast_spec import (
     STUDY,
     variant_label,
 )
+from vacuumlab.store import Metric
+from vacuumlab.studies.base import SCHEMA, Measured, Planned, Progress, StudyRun
+from vacuumlab.studies.shared import checkpoint
+from vacuumlab.studies.toast_parallel import PARALLEL_TABLE, measure_parallel
 from vacuumlab.studies.toast_tables import (
     Notices,
     Relation,

@@ -20,14 +20,13 @@ from psycopg import sql
 
 from vacuumlab.collect import probes
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.progress import Progress
-from vacuumlab.lab.run import SCHEMA
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ParallelPoint, Span
+from vacuumlab.records.toast_spec import ARMS, DEFAULT_TOAST_TUPLE_TARGET, PARTS, vacuum_metric
 from vacuumlab.store import Metric
+from vacuumlab.studies.base import SCHEMA, Progress
 from vacuumlab.studies.shared import checkpoint
-from vacuumlab.studies.toast_spec import ARMS, DEFAULT_TOAST_TUPLE_TARGET, PARTS, vacuum_metric
 from vacuumlab.studies.toast_tables import (
     APPLICATION_NAME,
     Notices,

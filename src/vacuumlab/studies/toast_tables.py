@@ -16,12 +16,9 @@ from psycopg import sql
 from vacuumlab.collect import probes
 from vacuumlab.collect.vacuum_log import VacuumReport, parse_report
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.lab.run import WORK
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
-from vacuumlab.store import Metric
-from vacuumlab.studies.shared import recreate
-from vacuumlab.studies.toast_spec import (
+from vacuumlab.records.toast_spec import (
     DEFAULT_TOAST_TUPLE_TARGET,
     PARTS,
     REL_FIELDS,
@@ -30,6 +27,9 @@ from vacuumlab.studies.toast_spec import (
     rel_metric,
     vacuum_metric,
 )
+from vacuumlab.store import Metric
+from vacuumlab.studies.base import WORK
+from vacuumlab.studies.shared import recreate
 
 APPLICATION_NAME = "vacuumlab-toast"
 

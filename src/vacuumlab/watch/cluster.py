@@ -12,7 +12,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import balance, forcing
 from vacuumlab.model import cost as cm
 from vacuumlab.model import horizon as hm
-from vacuumlab.model import thresholds as th
+from vacuumlab.model.thresholds import options_of
 from vacuumlab.records.live import Holder, Workers, Wraparound
 from vacuumlab.records.snapshot import Database, Relation, Snapshot
 
@@ -32,7 +32,7 @@ def sharing(snapshot: Snapshot) -> int:
         rel.oid
         for table in snapshot.tables
         for rel in (table.heap, table.toast)
-        if rel is not None and balance.has_own_cost(th.options_of(table, rel))
+        if rel is not None and balance.has_own_cost(options_of(table, rel))
     }
     return balance.balanced_workers(snapshot.vacuums, own, snapshot.workers)
 

@@ -24,7 +24,7 @@ from typing import Final
 
 from pydantic import TypeAdapter
 
-from vacuumlab.model import forecast, progress, rates
+from vacuumlab.model import forecast, rates, time_left
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.simulator import first_starts
 from vacuumlab.records.live import LiveView, RunningVacuum, TableLive
@@ -202,7 +202,7 @@ def running_vacuum(
     rel = _relation(table, v.relid) if table is not None else None
     eta = None
     if table is not None and rel is not None:
-        eta = progress.eta_seconds(
+        eta = time_left.eta_seconds(
             v,
             rel,
             server=now.server,
@@ -279,7 +279,7 @@ def tables(
             if before is not None and seconds
             else None
         )
-        last = progress.last_duration(rel, before, seen.get(oid)) or durations.get(oid)
+        last = time_left.last_duration(rel, before, seen.get(oid)) or durations.get(oid)
         rows.append(
             _row(table, now.thresholds(standing), rate, oid in running, starts.get(oid), last)
         )

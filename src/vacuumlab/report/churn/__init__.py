@@ -14,9 +14,9 @@ markup inserted unescaped is the SVG that the charts generated.
 
 from __future__ import annotations
 
+from vacuumlab.records.churn_spec import STUDY
 from vacuumlab.report.churn.sections import build_report
 from vacuumlab.report.page import REPORT_FILE, renderer
-from vacuumlab.studies.churn_spec import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render", "render_churn_report"]
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from vacuumlab.records.churn_spec import PUBLISHED, SERIES_AUTOVACUUM
 from vacuumlab.report.churn import figures
 from vacuumlab.report.churn.data import Recorded, Step, post_number
 from vacuumlab.report.common import metric
 from vacuumlab.report.page import draw
 from vacuumlab.store import Point, Store
-from vacuumlab.studies.churn_spec import PUBLISHED, SERIES_AUTOVACUUM
 
 COMPARISON_PNG = "comparison.png"
 

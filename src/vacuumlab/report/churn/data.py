@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint
+from vacuumlab.records.churn_spec import POST_STEPS
 from vacuumlab.report.common import text
 from vacuumlab.report.page import stored_config, typed
 from vacuumlab.store import Point, Run
-from vacuumlab.studies.churn_spec import POST_STEPS
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from typing import Any
 from markupsafe import Markup
 
 from vacuumlab.records.churn import ChurnConfig
+from vacuumlab.records.churn_spec import PUBLICATION, PUBLISHED, Published
 from vacuumlab.report.churn import charts
 from vacuumlab.report.churn.data import (
     Recorded,
@@ -31,7 +32,6 @@ from vacuumlab.report.page import (
     stored_config,
 )
 from vacuumlab.store import Metric, Point, Run, Store
-from vacuumlab.studies.churn_spec import PUBLICATION, PUBLISHED, Published
 
 NOT_PUBLISHED = "not published"
 

@@ -16,9 +16,9 @@ draw.
 
 from __future__ import annotations
 
+from vacuumlab.records.cost_driver_spec import STUDY
 from vacuumlab.report.cost_driver.sections import build_report
 from vacuumlab.report.page import REPORT_FILE, renderer
-from vacuumlab.studies.cost_driver_spec import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render", "render_cost_driver_report"]
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from vacuumlab.records.cost_driver_spec import PUBLISHED_COMPACT_50_BY_INDEXES
 from vacuumlab.report.cost_driver import figures as cdc
 from vacuumlab.report.cost_driver.data import CdObs, Combo, Data, dirty_pct, durations, lines
 from vacuumlab.report.page import Chart, chart, median, stat
-from vacuumlab.studies.cost_driver_spec import PUBLISHED_COMPACT_50_BY_INDEXES
 
 #: chart key -> (section title, PNG file).
 CHARTS = {

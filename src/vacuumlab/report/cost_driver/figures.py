@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from vacuumlab.records.cost_driver_spec import PUBLICATION
 from vacuumlab.report.charts import (
     FIGSIZE,
     POST_COLOR,
@@ -33,7 +34,6 @@ from vacuumlab.report.charts import (
     with_ci,
 )
 from vacuumlab.report.common import format_seconds
-from vacuumlab.studies.cost_driver_spec import PUBLICATION
 
 #: The published distributions first, in this order; any other after them, by name.
 KNOWN_DISTRIBUTIONS = ("compact", "spread")

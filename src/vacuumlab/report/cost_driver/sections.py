@@ -10,6 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vacuumlab.records.cost_driver import CostDriverConfig
+from vacuumlab.records.cost_driver_spec import (
+    PUBLICATION,
+    PUBLISHED_COMPACT_50_BY_INDEXES,
+    PUBLISHED_ZERO_INDEX,
+)
 from vacuumlab.report.common import DASH, Cell, count, format_seconds, percent, times
 from vacuumlab.report.cost_driver.charts import draw_charts
 from vacuumlab.report.cost_driver.data import (
@@ -40,11 +45,6 @@ from vacuumlab.report.page import (
 )
 from vacuumlab.stats.aggregate import Fit, Spread, linear_fit, ratio, spread
 from vacuumlab.store import Point, Run, Store
-from vacuumlab.studies.cost_driver_spec import (
-    PUBLICATION,
-    PUBLISHED_COMPACT_50_BY_INDEXES,
-    PUBLISHED_ZERO_INDEX,
-)
 
 NOT_PUBLISHED = "not published"
 

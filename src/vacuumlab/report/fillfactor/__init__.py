@@ -13,9 +13,9 @@ draw.
 
 from __future__ import annotations
 
+from vacuumlab.records.fillfactor_spec import STUDY
 from vacuumlab.report.fillfactor.sections import build_report
 from vacuumlab.report.page import REPORT_FILE, renderer
-from vacuumlab.studies.fillfactor_spec import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render", "render_fillfactor_report"]
 

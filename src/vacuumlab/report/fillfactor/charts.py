@@ -9,12 +9,12 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from vacuumlab.records.fillfactor_spec import SIZE_LABELS, Size
 from vacuumlab.report.fillfactor import figures
 from vacuumlab.report.fillfactor.data import Data, FfObs, extent, median_of
 from vacuumlab.report.page import Chart, chart, values
 from vacuumlab.stats.fillfactor import relative
 from vacuumlab.stats.significance import mean_interval
-from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, Size
 
 #: chart key -> (section title, PNG file).
 CHARTS = {

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vacuumlab.records.fillfactor import FillfactorConfig, FillfactorPoint
+from vacuumlab.records.fillfactor_spec import SIZE_LABELS, SIZES, Size, reference
 from vacuumlab.report.page import Obs, typed, values
 from vacuumlab.stats.fillfactor import Samples
 from vacuumlab.store import Point
-from vacuumlab.studies.fillfactor_spec import SIZE_LABELS, SIZES, Size, reference
 
 Key = tuple[Size, int]  # size, fillfactor
 

@@ -11,6 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from vacuumlab.records.fillfactor import FillfactorConfig
+from vacuumlab.records.fillfactor_spec import (
+    PUBLICATION,
+    PUBLISHED,
+    PUBLISHED_SETUP,
+    SIZE_FACTORS,
+    SIZE_LABELS,
+    Size,
+)
 from vacuumlab.report.common import DASH, Cell, count, number_format
 from vacuumlab.report.fillfactor.charts import draw_charts
 from vacuumlab.report.fillfactor.data import (
@@ -39,14 +47,6 @@ from vacuumlab.report.page import (
 from vacuumlab.stats.fillfactor import Effect, Verdict, compare, difference, effects, verdict
 from vacuumlab.stats.significance import Comparison, mean_interval, p_text
 from vacuumlab.store import Point, Run, Store
-from vacuumlab.studies.fillfactor_spec import (
-    PUBLICATION,
-    PUBLISHED,
-    PUBLISHED_SETUP,
-    SIZE_FACTORS,
-    SIZE_LABELS,
-    Size,
-)
 
 PARAM_LABELS = (
     ("preset", "preset"),

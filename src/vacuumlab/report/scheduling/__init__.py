@@ -7,9 +7,9 @@ alone.
 
 from __future__ import annotations
 
+from vacuumlab.records.scheduling_spec import STUDY
 from vacuumlab.report.page import REPORT_FILE, renderer
 from vacuumlab.report.scheduling.sections import build_report
-from vacuumlab.studies.scheduling_spec import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render"]
 

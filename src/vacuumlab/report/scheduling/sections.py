@@ -10,6 +10,15 @@ from pathlib import Path
 from markupsafe import Markup
 
 from vacuumlab.records.scheduling import SchedulingConfig, SchedulingPoint
+from vacuumlab.records.scheduling_spec import (
+    ABOUT,
+    GOAL,
+    MEASURED,
+    PREDICTED,
+    PUBLICATION,
+    series_name,
+    table_metric,
+)
 from vacuumlab.report.common import DASH, metric
 from vacuumlab.report.page import (
     Header,
@@ -25,15 +34,6 @@ from vacuumlab.report.page import (
 )
 from vacuumlab.report.scheduling import charts
 from vacuumlab.store import Point, Run, Store
-from vacuumlab.studies.scheduling_spec import (
-    ABOUT,
-    GOAL,
-    MEASURED,
-    PREDICTED,
-    PUBLICATION,
-    series_name,
-    table_metric,
-)
 
 PARAM_LABELS = (
     ("preset", "preset"),

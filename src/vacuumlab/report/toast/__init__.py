@@ -13,10 +13,10 @@ TOAST relation; and what happens when both are vacuumed at once.
 
 from __future__ import annotations
 
+from vacuumlab.records.toast_spec import STUDY
 from vacuumlab.report.page import REPORT_FILE, renderer
 from vacuumlab.report.toast.formats import seconds, size
 from vacuumlab.report.toast.sections import build_report
-from vacuumlab.studies.toast_spec import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render", "render_toast_report", "seconds", "size"]
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from vacuumlab.report.page import Chart, chart, median, stat
-from vacuumlab.report.toast import figures
-from vacuumlab.report.toast.data import STEP_METRICS, Data, Rep, Variant, label
-from vacuumlab.report.toast.formats import MB
-from vacuumlab.report.toast.timeline import ARM_TITLES, ROLE_NAMES, Timeline
-from vacuumlab.studies.toast_spec import (
+from vacuumlab.records.toast_spec import (
     DEFAULT_TOAST_TUPLE_TARGET,
     PUBLISHED,
     rel_metric,
     vacuum_metric,
 )
+from vacuumlab.report.page import Chart, chart, median, stat
+from vacuumlab.report.toast import figures
+from vacuumlab.report.toast.data import STEP_METRICS, Data, Rep, Variant, label
+from vacuumlab.report.toast.formats import MB
+from vacuumlab.report.toast.timeline import ARM_TITLES, ROLE_NAMES, Timeline
 
 CHARTS = {
     "sizes": ("Sizes: heap and TOAST", "sizes.png"),

@@ -8,10 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vacuumlab.records.toast import ParallelPoint, StoragePoint, toast_point
-from vacuumlab.report.page import Obs, median, stat, typed
-from vacuumlab.stats.aggregate import Spread, spread
-from vacuumlab.store import Point
-from vacuumlab.studies.toast_spec import (
+from vacuumlab.records.toast_spec import (
     ARMS,
     DEFAULT_TOAST_TUPLE_TARGET,
     PAGE_BYTES,
@@ -20,6 +17,9 @@ from vacuumlab.studies.toast_spec import (
     vacuum_metric,
     variant_label,
 )
+from vacuumlab.report.page import Obs, median, stat, typed
+from vacuumlab.stats.aggregate import Spread, spread
+from vacuumlab.store import Point
 
 #: A table of the storage experiment: its storage and toast_tuple_target.
 Variant = tuple[str, int]

@@ -20,8 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from vacuumlab.records.toast_spec import PUBLICATION
 from vacuumlab.report.charts import BAR_FIGSIZE, POST_COLOR, STYLE, legend_below, no_data
-from vacuumlab.studies.toast_spec import PUBLICATION
 
 HEAP_COLOR = "#1f77b4"
 TOAST_COLOR = "#ff7f0e"

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from vacuumlab.records.toast_spec import vacuum_metric
 from vacuumlab.report.common import Cell, count
 from vacuumlab.report.page import median, stat
 from vacuumlab.report.toast.data import Data, Rep
 from vacuumlab.report.toast.formats import TableRow, cell, seconds
 from vacuumlab.report.toast.timeline import ARM_TITLES, ROLE_NAMES, Timeline, waits
-from vacuumlab.studies.toast_spec import vacuum_metric
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vacuumlab.records.toast import ToastConfig
+from vacuumlab.records.toast_spec import (
+    ARMS,
+    DEFAULT_TOAST_TUPLE_TARGET,
+    PLAIN_MAX_WIDTH,
+    PUBLICATION,
+    PUBLISHED,
+    PUBLISHED_ROWS,
+    rel_metric,
+    vacuum_metric,
+)
 from vacuumlab.report.common import DASH, Cell, count, format_seconds, percent, text, times
 from vacuumlab.report.page import (
     Chart,
@@ -40,16 +50,6 @@ from vacuumlab.report.toast.parallel import ArmView, arms, parallel_note
 from vacuumlab.report.toast.timeline import read_timelines
 from vacuumlab.stats.aggregate import Spread
 from vacuumlab.store import Point, Run, Store
-from vacuumlab.studies.toast_spec import (
-    ARMS,
-    DEFAULT_TOAST_TUPLE_TARGET,
-    PLAIN_MAX_WIDTH,
-    PUBLICATION,
-    PUBLISHED,
-    PUBLISHED_ROWS,
-    rel_metric,
-    vacuum_metric,
-)
 
 #: Settings shown beside the run: what the study's numbers depend on.
 SETTINGS = (

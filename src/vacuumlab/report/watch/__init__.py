@@ -7,9 +7,9 @@ could not read the server) and a table per relation, from the store alone.
 
 from __future__ import annotations
 
+from vacuumlab.records.watch_spec import STUDY
 from vacuumlab.report.page import REPORT_FILE, renderer
 from vacuumlab.report.watch.sections import build_report
-from vacuumlab.watch.recorded import STUDY
 
 __all__ = ["REPORT_FILE", "build_report", "render"]
 

@@ -1,4 +1,4 @@
-"""A recorded watch as timelines: the points of the run (one per refresh, watch/recorded.py)
+"""A recorded watch as timelines: the points of the run (one per refresh, records/watch_spec.py)
 turned into per-relation series of dead tuples, the spans each relation was seen being
 vacuumed, the workers busy and the refreshes that could not read the server. Pure: it reads
 the points' metrics, never a snapshot (each kept one is large; the timelines need none)."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from vacuumlab.records.watch_spec import DEAD, ENDED, RECORD_TABLES, TOOK, VACUUM, split_metric
 from vacuumlab.report.common import metric
 from vacuumlab.store import Point
-from vacuumlab.watch.recorded import DEAD, ENDED, RECORD_TABLES, TOOK, VACUUM, split_metric
 
 #: (t, value) samples, t in seconds since the first refresh; None: not known at t.
 Samples = list[tuple[float, float | None]]

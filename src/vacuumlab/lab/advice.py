@@ -1,4 +1,5 @@
-"""Inspect a server read-only and advise: the advisor's collecting half.
+"""Inspect a server read-only and advise: the advisor's collecting half, which runs the
+collectors and then the advisor, so it sits above both (in the lab, beside ``advise --verify``).
 
 Collecting takes a fixed number of queries however many tables there are, except ``--exact``
 (:mod:`vacuumlab.collect.exact`); where pg_visibility is installed, two more read the changed

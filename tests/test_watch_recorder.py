@@ -14,11 +14,11 @@ from advise_fixtures import T0
 from conftest import execute, run_cli, wait_for_counts
 from test_watch_cli import slow_vacuum, watching
 from vacuumlab.records.live import Refresh
+from vacuumlab.records.watch_spec import snapshot_of
 from vacuumlab.report import RENDERERS
 from vacuumlab.report.watch.timeline import Span, timeline
 from vacuumlab.store import Point, Store
-from vacuumlab.watch.record import Recorder
-from vacuumlab.watch.recorded import snapshot_of
+from vacuumlab.watch.recorder import Recorder
 from vacuumlab.watch.source import Source
 
 

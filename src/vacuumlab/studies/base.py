@@ -1,10 +1,17 @@
-"""The run loop every study shares: the run record, resume, one measure loop, the final
-status, restoring the target's settings and, on a named server, leaving nothing behind."""
+"""What every study builds on: the run loop every study shares (the run record, resume, one
+measure loop, the final status, restoring the target's settings and, on a named server, leaving
+nothing behind), the schema studies work in, and the one progress protocol a run tells whoever
+watches it. The command line draws progress bars from it (``cli/progress.py``); tests record
+it; a run without a watcher gets :class:`Silent`.
+
+The lab (:mod:`vacuumlab.lab`) registers and starts studies; it imports them, never the
+reverse."""
 
 from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,8 +21,6 @@ import psycopg
 from psycopg import sql
 
 from vacuumlab.collect import probes
-from vacuumlab.lab.progress import Progress, Silent
-from vacuumlab.lab.targets import run_directory
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.params import Config
@@ -26,6 +31,42 @@ SCHEMA = "vacuumlab"
 #: A study's own statements load, vacuum and checkpoint: no statement limit, and a lock held
 #: elsewhere gets a minute.
 WORK = Timeouts(statement_ms=0, lock_ms=60_000)
+
+
+class Progress(Protocol):
+    def started(self, total: int) -> None:
+        """The run is about to measure ``total`` points."""
+
+    def point_started(self, label: str, seconds: int | None) -> None:
+        """A point starts; ``seconds`` when its load runs for a known time."""
+
+    def tick(self, elapsed: float, live: Mapping[str, float | None]) -> None:
+        """Live values during a timed point (e.g. ``tps``, ``dead tuples``)."""
+
+    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
+        """A point is measured and stored."""
+
+    def message(self, text: str) -> None:
+        """A step of set-up worth saying (loading, restarting)."""
+
+
+class Silent:
+    """A watcher that says nothing."""
+
+    def started(self, total: int) -> None:
+        pass
+
+    def point_started(self, label: str, seconds: int | None) -> None:
+        pass
+
+    def tick(self, elapsed: float, live: Mapping[str, float | None]) -> None:
+        pass
+
+    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        pass
 
 
 class HasParams(Protocol):
@@ -193,3 +234,8 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
 def work_session(dsn: str, application_name: str = "vacuumlab") -> Session:
     """A writing session for a study's own statements (set-up, load, vacuum)."""
     return connect(dsn, read_only=False, timeouts=WORK, application_name=application_name)
+
+
+def run_directory(store_path: Path, run_id: int) -> Path:
+    """Where a run's raw files (pgbench logs) and report are kept, beside the store."""
+    return store_path.parent / "runs" / str(run_id)

@@ -1,5 +1,5 @@
 """``vacuumlab watch --record``: each refresh appended to the results store as one point of a
-run of kind ``watch`` (the layout: watch/recorded.py), one transaction each, as the studies
+run of kind ``watch`` (the layout: records/watch_spec.py), one transaction each, as the studies
 record theirs (store.py), so a report can be drawn from the store alone while the watch goes
 on or after it ends.
 
@@ -16,14 +16,14 @@ from typing import Any
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.live import Refresh
 from vacuumlab.records.snapshot import Snapshot
-from vacuumlab.store import Store
-from vacuumlab.watch.recorded import (
+from vacuumlab.records.watch_spec import (
     SNAPSHOT,
     STUDY,
     error_metrics,
     pack_snapshot,
     view_metrics,
 )
+from vacuumlab.store import Store
 
 
 class Recorder:
