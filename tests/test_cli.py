@@ -327,7 +327,8 @@ def test_options_left_to_the_preset_show_each_presets_value(
 ) -> None:
     """An option left unset takes its preset's value; --help says which, per preset."""
     text = _help(command)
-    after = text[text.index(option + " <") :]  # the options list, not the example
+    listed = text.index("Options")  # the options list, not the example above it
+    after = text[text.index(option + " ", listed) :]
     default = after[after.index("[default: ") :]
     default = default[: default.index("]")]
     for name, preset in config.presets().items():
