@@ -16,6 +16,7 @@ from vacuumlab.model.cost import (
     throttle_seconds,
     vacuum_cost,
 )
+from vacuumlab.model.duration import cached_shares
 
 #: Autovacuum settings of PostgreSQL 14+ with the stock values: limit 200, delay 2 ms.
 STOCK = CostSettings(page_hit=1, page_miss=2, page_dirty=20, limit=200, delay_ms=2)
@@ -239,3 +240,27 @@ def test_what_does_not_fit_in_shared_buffers_is_read_in() -> None:
     assert missed_share(21_800, 16_384) == pytest.approx(1 - 16_384 / 21_800)
     assert missed_share(10_000, 16_384) == 0.0
     assert missed_share(21_800, None) == 0.0
+
+
+def test_changed_pages_evicted_are_read_in_and_clean() -> None:
+    """A changed page no longer in shared buffers was written before it left them: the
+    vacuum reads it in (a miss) and dirties a clean buffer (the dirty charge), whatever the
+    share of changed pages a checkpoint had written. The table evicted: 7,525 unchanged and
+    800 changed pages read, all missed: 8,325 × 2 + 8,325 (free space map) + 800 × 20."""
+    cost = heap_cost(
+        8325, 800, page_hit=1, page_miss=2, page_dirty=20, missed=1.0, clean=0.1, changed_missed=1.0
+    )
+    assert cost == pytest.approx(8325 * 2 + 8325 + 800 * 20)
+    half = heap_cost(
+        8325, 800, page_hit=1, page_miss=2, page_dirty=20, missed=0.0, clean=0.0, changed_missed=0.5
+    )
+    assert half == pytest.approx(7525 + 400 * 1 + 400 * 2 + 8325 + 400 * 20)
+
+
+def test_pages_counted_in_shared_buffers_go_to_the_changed_pages_first() -> None:
+    """Of 20,000 pages, 800 changed and 4,800 cached: the changed ones are cached (the
+    workload touched them last), the other 4,000 spread over the 19,200 unchanged pages."""
+    assert cached_shares(20_000, 800, 4_800) == pytest.approx((1 - 4_000 / 19_200, 0.0))
+    assert cached_shares(20_000, 800, 0) == (1.0, 1.0)  # evicted: every page a miss
+    assert cached_shares(20_000, 800, 400) == pytest.approx((1.0, 0.5))
+    assert cached_shares(20_000, 800, 30_000) == (0.0, 0.0)  # more than the relation: all

@@ -44,6 +44,7 @@ class Duration:
     cost_low: float  # every changed page found in shared buffers still dirty
     cost_high: float  # every changed page found clean
     missed: float  # the share of unchanged pages read in (model.cost.missed_share())
+    cached: bool  # the pages in shared buffers counted by pg_buffercache, not estimated
     clean: float  # the share of changed pages found clean
     work_s: float  # unthrottled: the simulator's fixed and per-page time
     settings: cm.CostSettings
@@ -129,6 +130,7 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                         settings=settings,
                         missed=missed,
                         clean=clean,
+                        cached=costing.cached.get(t.relation.oid),
                     )
                     seconds = work_seconds(w) + cm.throttle_seconds(
                         spent, settings, workers=workers
@@ -202,10 +204,18 @@ def _duration(
         return None
     w, settings, balanced, workers = costing.cost(table, t, dead)
     pages, missed, clean = costing.charges(t.relation, w, to_vacuum, rates)
+    cached = costing.cached.get(t.relation.oid)
 
     def spent(share: float) -> float:
         return vacuum_work.vacuum_cost(
-            w, t.relation, pages=pages, dead=dead, settings=settings, missed=missed, clean=share
+            w,
+            t.relation,
+            pages=pages,
+            dead=dead,
+            settings=settings,
+            missed=missed,
+            clean=share,
+            cached=cached,
         )
 
     return Duration(
@@ -217,6 +227,7 @@ def _duration(
         cost_low=spent(0.0),
         cost_high=spent(1.0),
         missed=missed,
+        cached=cached is not None,
         clean=clean,
         work_s=work_seconds(w),
         settings=settings,
@@ -246,6 +257,7 @@ class _Costing:
         "base",
         "block",
         "buffers",
+        "cached",
         "checkpoint_s",
         "now",
         "resolved",
@@ -264,6 +276,7 @@ class _Costing:
         self.checkpoint_s = ctx.setting("checkpoint_timeout", cm.CHECKPOINT_S)
         self.now = ctx.now.taken_at
         self.scanned = ctx.scanned
+        self.cached = ctx.cached
         self.server = ctx.settings
         self.version = ctx.version
         self.workers = max(1, ctx.balanced_autovacuums)  # for relations in the balance
@@ -307,7 +320,12 @@ class _Costing:
         buffers that are clean: the changes go back to the last vacuum, or, before the
         first, as long as the dead tuples took to accrue at their rate."""
         pages = self.pages(rel)
-        missed = cm.missed_share(pages + w.index_pages, self.buffers)
+        found = self.cached.get(rel.oid)
+        if found is not None:  # counted: the share of its pages not in shared buffers
+            size = pages + w.index_pages
+            missed = 1.0 - min((found.heap + found.indexes) / size, 1.0) if size > 0 else 0.0
+        else:
+            missed = cm.missed_share(pages + w.index_pages, self.buffers)
         last = rel.last_autovacuum
         if rel.last_vacuum is not None and (last is None or rel.last_vacuum > last):
             last = rel.last_vacuum

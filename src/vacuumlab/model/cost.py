@@ -128,6 +128,7 @@ def heap_cost(
     page_dirty: float,
     missed: float = 0.0,
     clean: float = 1.0,
+    changed_missed: float = 0.0,
 ) -> float:
     """The cost of a vacuum's pass over ``read`` heap pages, ``changed`` of them holding the
     changes it cleans up (pruned, frozen or set all-visible: dirtied).
@@ -142,17 +143,21 @@ def heap_cost(
       (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set): a changed page is
       still dirty unless a checkpoint wrote it since, ``clean`` of them (clean_share()). The
       all-visible pages are left as they are.
+    - Where shared buffers were read (pg_buffercache), a share ``changed_missed`` of the changed
+      pages may have left them: each is a miss, and clean, as a dirty buffer is written before
+      it is evicted (FlushBuffer() from GetVictimBuffer() in bufmgr.c).
 
     Held against PostgreSQL 18's log ("buffer usage: N hits, M reads, K dirtied") for a
     21,800-page table: 959 appended pages read, 1,954 hits, 0 reads, 0 dirtied; 8,325 pages
     read after updates on about 740, 14,460 hits, 2,226 reads, 82 dirtied."""
     dirtied = changed if changed < read else read
     unchanged = read - dirtied
+    charged = clean + changed_missed * (1.0 - clean)
     return (
         unchanged * (page_hit + missed * (page_miss - page_hit))
-        + dirtied * page_hit
+        + dirtied * (page_hit + changed_missed * (page_miss - page_hit))
         + read * FSM_HITS_PER_PAGE * page_hit
-        + dirtied * clean * page_dirty
+        + dirtied * charged * page_dirty
     )
 
 

@@ -32,7 +32,7 @@ from typing import Final, Literal, NamedTuple
 
 from vacuumlab.model import cost, forcing
 from vacuumlab.model.cost import CostSettings
-from vacuumlab.records.snapshot import PagesScanned, Relation
+from vacuumlab.records.snapshot import PagesCached, PagesScanned, Relation
 
 #: For the simulator, which reaches the cost model through this module.
 clean_after = cost.clean_after
@@ -268,16 +268,22 @@ def heap_cost(
     page_dirty: float,
     missed: float = 0.0,
     clean: float = 1.0,
+    cached: float | None = None,
 ) -> float:
     """The cost of reading ``read`` of ``pages`` heap pages after ``touched`` rows were updated
     or deleted and ``inserted`` added (cost.heap_cost(), with the changed pages from
     _changed()). ``clean`` is the share of pages changed once that a checkpoint has written
     since (cost.clean_share()); a page updated several times is clean only if its last change
-    is older than the last checkpoint (cost.clean_after())."""
+    is older than the last checkpoint (cost.clean_after()). ``cached``: the relation's pages
+    in shared buffers where pg_buffercache counted them, in place of ``missed``
+    (cached_shares())."""
     new, old = _changed(pages, touched, inserted, tuples_per_page, spread_of(touched, inserted))
     changed = new + old
     if changed > 0.0:
         clean = (new * clean + old * cost.clean_after(clean, touched, old)) / changed
+    changed_missed = 0.0
+    if cached is not None:
+        missed, changed_missed = cached_shares(pages, changed, cached)
     return cost.heap_cost(
         read,
         changed,
@@ -286,7 +292,20 @@ def heap_cost(
         page_dirty=page_dirty,
         missed=missed,
         clean=clean,
+        changed_missed=changed_missed,
     )
+
+
+def cached_shares(pages: float, changed: float, cached: float) -> tuple[float, float]:
+    """The shares of a relation's unchanged and changed pages missing from shared buffers,
+    ``cached`` of its ``pages`` being there: the changed pages first, as the workload touched
+    them last; the rest spread evenly over the unchanged ones."""
+    found = min(max(cached, 0.0), pages)
+    hot = min(changed, found)
+    changed_missed = 1.0 - hot / changed if changed > 0.0 else 0.0
+    rest = pages - changed
+    missed = 1.0 - (found - hot) / rest if rest > 0.0 else 0.0
+    return missed, changed_missed
 
 
 def _read_among(m: float, q: float) -> float:
@@ -569,6 +588,7 @@ def vacuum_cost(
     settings: CostSettings,
     missed: float,
     clean: float,
+    cached: PagesCached | None = None,
 ) -> float:
     """The cost the vacuum ``w`` of ``rel`` accrues (bufmgr.c's charges, see cost.heap_cost()):
 
@@ -578,7 +598,10 @@ def vacuum_cost(
       them all), those holding dead entries dirtied, and the heap pages holding dead items
       read again to free them (lazy_vacuum_heap_rel()), found in shared buffers and left
       dirty by the first pass: a hit each. Index pages are missed in the ``missed`` share
-      too."""
+      too.
+
+    ``cached``: the relation's and its indexes' pages in shared buffers, where pg_buffercache
+    counted them: the pages missed follow from them instead of ``missed``."""
     relpages, reltuples = rel.relpages, rel.reltuples
     per_page = reltuples / relpages if relpages > 0 and reltuples > 0 else 1.0
     changes = w.heap.changes if w.heap is not None else page_changes(rel)
@@ -595,9 +618,12 @@ def vacuum_cost(
         page_dirty=dirty,
         missed=missed,
         clean=clean,
+        cached=float(cached.heap) if cached is not None else None,
     )
     if w.index_passes > 0 and pages > 0:
         index = float(w.index_pages)
+        if cached is not None:
+            missed = 1.0 - min(cached.indexes / index, 1.0) if index > 0 else 0.0
         dirtied = index * (1.0 - math.exp(-dead / index)) if index > 0 else 0.0
         charged = cost.clean_after(clean, dead, dirtied)
         access = hit + missed * (miss - hit)
