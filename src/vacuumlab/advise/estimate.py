@@ -25,7 +25,6 @@ from vacuumlab.model import cost as cm
 from vacuumlab.model import duration as vacuum_work
 from vacuumlab.model import rates as rates_model
 from vacuumlab.model.rates import Rates
-from vacuumlab.model.simulator import FIXED_S, PAGE_S
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
@@ -46,7 +45,7 @@ class Duration:
     missed: float  # the share of unchanged pages read in (model.cost.missed_share())
     cached: bool  # the pages in shared buffers counted by pg_buffercache, not estimated
     clean: float  # the share of changed pages found clean
-    work_s: float  # unthrottled: the simulator's fixed and per-page time
+    work_s: float  # unthrottled: model.cost.work_seconds(), as the simulator takes it
     settings: cm.CostSettings
     workers: int  # workers sharing the cost limit
     balanced: bool  # False: the relation has its own cost settings
@@ -132,9 +131,16 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                         clean=clean,
                         cached=costing.cached.get(t.relation.oid),
                     )
-                    seconds = work_seconds(w) + cm.throttle_seconds(
-                        spent, settings, workers=workers
+                    work = vacuum_work.work_seconds(
+                        w,
+                        t.relation,
+                        pages=pages,
+                        dead=dead,
+                        missed=missed,
+                        clean=clean,
+                        cached=costing.cached.get(t.relation.oid),
                     )
+                    seconds = work + cm.throttle_seconds(spent, settings, workers=workers)
             dead = rates.dead_per_second if rates else None
             result[t.relation.oid] = (dead, to_vacuum, seconds)
     return result
@@ -229,18 +235,14 @@ def _duration(
         missed=missed,
         cached=cached is not None,
         clean=clean,
-        work_s=work_seconds(w),
+        work_s=vacuum_work.work_seconds(
+            w, t.relation, pages=pages, dead=dead, missed=missed, clean=clean, cached=cached
+        ),
         settings=settings,
         workers=workers,
         balanced=balanced,
         work=w,
     )
-
-
-def work_seconds(w: vacuum_work.VacuumWork) -> float:
-    """The time a vacuum spends working between its sleeps, as the simulator takes it: a fixed
-    cost and a time per page visited (model.simulator.FIXED_S, PAGE_S)."""
-    return FIXED_S + w.pages_visited * PAGE_S
 
 
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]

@@ -118,6 +118,53 @@ FSM_HITS_PER_PAGE: Final = 1.0
 #: checkpoint_timeout's default, when the snapshot lacks the setting.
 CHECKPOINT_S: Final = 300.0
 
+#: A vacuum's unthrottled work, between its sleeps, measured on the embedded server
+#: (bench/vacuum_work_time.py: PostgreSQL 18, fsync off, VACUUM at cost_delay 0, tables of
+#: 1,000 to 12,000 pages; two runs on a loaded 2-core machine, figures rounded):
+#: a fixed part per vacuum (catalog lookups, the free space map's upper levels, the
+#: truncation check, statistics): the fits put it between 0 and 5 ms.
+WORK_FIXED_S: Final = 0.002
+#: A heap page read and inspected but left as it is (an all-frozen page: 2.5 to 2.9 µs).
+READ_PAGE_S: Final = 3e-6
+#: More for a page read in rather than found in shared buffers, from the kernel's page cache
+#: (evicted tables: 3.6 to 5.2 µs a page in all).
+MISSED_PAGE_S: Final = 2e-6
+#: More for a page the vacuum changes, pruned or set all-visible, still dirty from the
+#: workload (one row updated on every page: 5.3 to 9.5 µs a page in all).
+DIRTY_PAGE_S: Final = 4e-6
+#: More again when a checkpoint wrote the page since its change: the vacuum's WAL record then
+#: carries a full-page image (XLogRecordAssemble() in xloginsert.c; after a CHECKPOINT: 21
+#: to 25 µs a page in all).
+IMAGE_PAGE_S: Final = 1.5e-5
+#: An index page, or a heap page visited again to free its dead items: not measured apart,
+#: the simulator's earlier fit on small busy tables.
+PAGE_S: Final = 2e-5
+
+
+def work_seconds(
+    read: float,
+    changed: float,
+    *,
+    clean: float = 0.0,
+    missed: float = 0.0,
+    changed_missed: float = 0.0,
+    index: float = 0.0,
+) -> float:
+    """A vacuum's unthrottled work: ``read`` heap pages, ``changed`` of them dirtied (``clean``
+    of those clean, ``changed_missed`` read in), ``missed`` of the others read in, and
+    ``index`` index pages and heap pages visited again (the constants above)."""
+    dirtied = changed if changed < read else read
+    unchanged = read - dirtied
+    fresh = dirtied * (clean + changed_missed * (1.0 - clean))
+    return (
+        WORK_FIXED_S
+        + read * READ_PAGE_S
+        + (unchanged * missed + dirtied * changed_missed) * MISSED_PAGE_S
+        + dirtied * DIRTY_PAGE_S
+        + fresh * IMAGE_PAGE_S
+        + index * PAGE_S
+    )
+
 
 def heap_cost(
     read: float,

@@ -277,13 +277,9 @@ def heap_cost(
     is older than the last checkpoint (cost.clean_after()). ``cached``: the relation's pages
     in shared buffers where pg_buffercache counted them, in place of ``missed``
     (cached_shares())."""
-    new, old = _changed(pages, touched, inserted, tuples_per_page, spread_of(touched, inserted))
-    changed = new + old
-    if changed > 0.0:
-        clean = (new * clean + old * cost.clean_after(clean, touched, old)) / changed
-    changed_missed = 0.0
-    if cached is not None:
-        missed, changed_missed = cached_shares(pages, changed, cached)
+    changed, clean, missed, changed_missed = _shares(
+        pages, touched, inserted, tuples_per_page, clean, missed, cached
+    )
     return cost.heap_cost(
         read,
         changed,
@@ -294,6 +290,49 @@ def heap_cost(
         clean=clean,
         changed_missed=changed_missed,
     )
+
+
+def heap_work(
+    read: float,
+    pages: float,
+    *,
+    touched: float,
+    inserted: float,
+    tuples_per_page: float,
+    missed: float = 0.0,
+    clean: float = 1.0,
+    cached: float | None = None,
+    index: float = 0.0,
+) -> float:
+    """The unthrottled seconds of the pass heap_cost() prices, plus ``index`` index pages and
+    heap pages visited again (cost.work_seconds())."""
+    changed, clean, missed, changed_missed = _shares(
+        pages, touched, inserted, tuples_per_page, clean, missed, cached
+    )
+    return cost.work_seconds(
+        read, changed, clean=clean, missed=missed, changed_missed=changed_missed, index=index
+    )
+
+
+def _shares(
+    pages: float,
+    touched: float,
+    inserted: float,
+    tuples_per_page: float,
+    clean: float,
+    missed: float,
+    cached: float | None,
+) -> tuple[float, float, float, float]:
+    """The changed pages, the share of them clean, the share of the others missed and the
+    share of the changed ones missed: what heap_cost() and heap_work() share."""
+    new, old = _changed(pages, touched, inserted, tuples_per_page, spread_of(touched, inserted))
+    changed = new + old
+    if changed > 0.0:
+        clean = (new * clean + old * cost.clean_after(clean, touched, old)) / changed
+    changed_missed = 0.0
+    if cached is not None:
+        missed, changed_missed = cached_shares(pages, changed, cached)
+    return changed, clean, missed, changed_missed
 
 
 def cached_shares(pages: float, changed: float, cached: float) -> tuple[float, float]:
@@ -630,6 +669,37 @@ def vacuum_cost(
         total += w.index_passes * (index * access + dirtied * charged * dirty)
         total += pages * (1.0 - math.exp(-dead / pages)) * hit
     return total
+
+
+def work_seconds(
+    w: VacuumWork,
+    rel: Relation,
+    *,
+    pages: int,
+    dead: float,
+    missed: float,
+    clean: float,
+    cached: PagesCached | None = None,
+) -> float:
+    """The unthrottled seconds of the vacuum ``w`` of ``rel``: the pages vacuum_cost() prices,
+    each at its time (heap_work(), cost.work_seconds())."""
+    relpages, reltuples = rel.relpages, rel.reltuples
+    per_page = reltuples / relpages if relpages > 0 and reltuples > 0 else 1.0
+    changes = w.heap.changes if w.heap is not None else page_changes(rel)
+    index = 0.0
+    if w.index_passes > 0 and pages > 0:
+        index = w.index_passes * w.index_pages + pages * (1.0 - math.exp(-dead / pages))
+    return heap_work(
+        float(w.heap_pages),
+        float(pages),
+        touched=max(changes.touched, dead),
+        inserted=changes.inserted,
+        tuples_per_page=per_page,
+        missed=missed,
+        clean=clean,
+        cached=float(cached.heap) if cached is not None else None,
+        index=index,
+    )
 
 
 def _table_age(server: Mapping[str, str], options: Mapping[str, str], kind: str) -> float:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Final, NamedTuple, Protocol
 
-from vacuumlab.model import duration
+from vacuumlab.model import cost, duration
 
 #: The launcher's shortest sleep (MIN_AUTOVAC_SLEEPTIME, 100 ms, in autovacuum.c).
 MIN_SLEEP_S: Final = 0.1
@@ -52,12 +52,9 @@ MIN_SLEEP_S: Final = 0.1
 #: it had not reached yet, which it finds recently dead. Those on pages already behind it are
 #: reported by the backends, and pgstat_report_vacuum() overwrites what they reported meanwhile.
 COUNTED_DURING: Final = 0.5
-#: Unthrottled work: a fixed cost per vacuum (catalog lookups, truncation check, statistics)
-#: and the time to process one page found in shared buffers.
-#: The scheduling study measured 5 ms for a whole vacuum of a 5,000-row table at the default
-#: cost settings, of which the cost-based sleep is under 1 ms.
-FIXED_S: Final = 0.003
-PAGE_S: Final = 2e-5
+#: Unthrottled work, as the advisor takes it: model/cost.py (work_seconds()).
+FIXED_S: Final = cost.WORK_FIXED_S
+PAGE_S: Final = cost.PAGE_S
 #: checkpoint_timeout's default. Vacuum pays vacuum_cost_page_dirty only for a buffer that was
 #: clean (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set): a page the
 #: workload changed is still dirty unless a checkpoint wrote it since, which for a change t
@@ -933,5 +930,13 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
         second = pages * (1.0 - math.exp(-dead / pages))
         cost += second * r.page_hit
         index_read += second
-    work = FIXED_S + (heap + index_read) * PAGE_S
+    work = duration.heap_work(
+        heap,
+        pages,
+        touched=max(r.changes, r.dead),
+        inserted=r.inserted,
+        tuples_per_page=r.per_page,
+        clean=clean,
+        index=index_read,
+    )
     return work, cost
