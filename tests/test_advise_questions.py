@@ -96,7 +96,9 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     # (2,050 / 200 + 1) = 11,333 more if every change were old: 14,404. Clean: the changes go
     # back 650 / 10 = 65 s, and 140 s more to the vacuum: 205 s over 2 × checkpoint_timeout
     # (300 s) = 0.342; 3,071 + 0.342 × 11,333 = 6,943, / 200 × 2 ms = 0.069 s of sleeps, and
-    # the work between them: 3 ms and 20 µs for each of the 1,200 pages, 0.027 s: 0.096 s.
+    # the work between them (model/cost.py): 2 ms, 3 µs for each of the 1,000 heap pages read,
+    # 20 µs for each of the 200 index pages and the 871 heap pages visited again, and 6 ms for
+    # the changed pages (4 µs each, 15 µs more for a clean one): 0.033 s, 0.102 s in all.
     assert f.relation == "public.orders"
     assert f.severity == "info"
     assert f.title == (
@@ -114,13 +116,13 @@ def test_timing_rates_next_vacuum_and_duration() -> None:
     assert e["heap_pages_from"] == "estimated"
     assert (e["cost_low"], e["cost"], e["cost_high"]) == (3071, 6943, 14_404)
     assert (e["pages_missed_share"], e["changed_pages_clean_share"]) == (0.0, 0.342)
-    assert e["estimated_vacuum_seconds"] == 0.096
-    assert e["estimated_vacuum_seconds_low"] == 0.058
-    assert e["estimated_vacuum_seconds_high"] == 0.171
+    assert e["estimated_vacuum_seconds"] == 0.102
+    assert e["estimated_vacuum_seconds_low"] == 0.063
+    assert e["estimated_vacuum_seconds_high"] == 0.177
     assert "shared buffers" in str(e["assumptions"])
     assert f.recommendations == []
     assert estimate.table_rates(timing_steady()) == {
-        100: (10.0, 140.0, pytest.approx(0.0964, abs=1e-4))
+        100: (10.0, 140.0, pytest.approx(0.1021, abs=1e-4))
     }
 
 
@@ -167,16 +169,19 @@ def test_timing_of_a_queue_that_outruns_its_vacuum() -> None:
     # pages count, each a hit and a hit on the free space map: 400,000; the 350 holding the
     # changes (250 updated or deleted, 100 inserted, a page each) are dirtied, 20 each where
     # clean, and they are 2.5 s old of 2 × 300 s: 400,029, at 200 / 2 workers and 2 ms: 8.0 s
-    # of sleeps; and 4.0 s of work between them, 3 ms and 20 µs a page: 12 s.
+    # of sleeps; and 0.6 s of work between them, 2 ms, 3 µs a page read and 4 µs more for
+    # each of the 350 changed: 8.6 s.
     assert f.severity == "warning"
-    assert f.title == "next autovacuum in 1.0 s to 61 s (by dead tuples); it should take about 12 s"
+    assert f.title == (
+        "next autovacuum in 1.0 s to 61 s (by dead tuples); it should take about 8.6 s"
+    )
     assert f.evidence["dead_rate_from"] == "n_dead_tup since the vacuum in between"
     assert f.evidence["dead_per_second"] == 100.0
     assert f.evidence["index_scan"] is False
     assert f.evidence["workers_sharing_limit"] == 2
-    assert f.evidence["estimated_vacuum_seconds"] == 12.004
+    assert f.evidence["estimated_vacuum_seconds"] == 8.604
     assert f.evidence["cycle_seconds"] == 2.5
-    # 12 s > the 2.5 s cycle: an own limit so it sleeps 1.25 s:
+    # 8.6 s > the 2.5 s cycle: an own limit so it sleeps 1.25 s:
     # 400,029 × 0.002 / 1.25 = 640 -> 700. And the 2.5 s cycle beats naptime 60 s.
     assert sqls(f) == [
         'ALTER TABLE "public"."jobs" SET ("autovacuum_vacuum_cost_limit" = \'700\');',
@@ -210,12 +215,12 @@ def _fields(rel: Relation) -> dict[str, object]:
 def test_timing_honours_index_cleanup_and_own_cost_settings() -> None:
     # vacuum_index_cleanup = on: no bypass, so 10,000 index pages more and the 250 heap pages
     # with dead items read again: 410,250 and the dirty charges, / 100 × 2 ms = 8.2 s, and
-    # 4.2 s of work for 210,000 pages.
+    # the work: 0.6 s for the heap as above, 20 µs for each of the 10,250 pages more.
     rates = estimate.table_rates(timing_queue(vacuum_index_cleanup="on"))
-    assert rates[200] == (100.0, 1.0, pytest.approx(8.206 + 4.203, abs=1e-3))
+    assert rates[200] == (100.0, 1.0, pytest.approx(8.206 + 0.808, abs=1e-3))
     # Its own cost limit of 1,000: unbalanced, 400,029 / 1,000 × 2 ms = 0.8 s, and the work.
     rates = estimate.table_rates(timing_queue(autovacuum_vacuum_cost_limit="1000"))
-    assert rates[200][2] == pytest.approx(0.80006 + 4.003, abs=1e-5)
+    assert rates[200][2] == pytest.approx(0.80006 + 0.60342, abs=1e-5)
     # Its own delay of 0: unthrottled, no estimate.
     [f] = timing.findings(timing_queue(autovacuum_vacuum_cost_delay="0"))
     assert f.title.endswith("; it runs unthrottled")
@@ -229,8 +234,8 @@ def test_timing_needs_two_snapshots() -> None:
     assert (f.severity, f.relation, f.title) == ("info", None, "run with --interval 60s for rates")
     # No rates, but the duration of a vacuum at the threshold: 50 dead < 2 % of 1,000 pages is
     # not true for the 2,050 of the threshold, so 1,200 pages; with no rates the age of the
-    # changes is unknown, taken as old: 14,176, 0.142 s, and 0.027 s of work.
-    assert estimate.table_rates(single) == {100: (None, None, pytest.approx(0.16876, abs=1e-5))}
+    # changes is unknown, taken as old: 14,176, 0.142 s, and 0.038 s of work.
+    assert estimate.table_rates(single) == {100: (None, None, pytest.approx(0.17947, abs=1e-5))}
 
 
 # -- workers --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.charges import cached_shares
 from vacuumlab.model.cost import (
     CostSettings,
     clean_after,
@@ -15,6 +16,7 @@ from vacuumlab.model.cost import (
     predicted_duration,
     throttle_seconds,
     vacuum_cost,
+    work_seconds,
 )
 
 #: Autovacuum settings of PostgreSQL 14+ with the stock values: limit 200, delay 2 ms.
@@ -239,3 +241,44 @@ def test_what_does_not_fit_in_shared_buffers_is_read_in() -> None:
     assert missed_share(21_800, 16_384) == pytest.approx(1 - 16_384 / 21_800)
     assert missed_share(10_000, 16_384) == 0.0
     assert missed_share(21_800, None) == 0.0
+
+
+def test_changed_pages_evicted_are_read_in_and_clean() -> None:
+    """A changed page no longer in shared buffers was written before it left them: the
+    vacuum reads it in (a miss) and dirties a clean buffer (the dirty charge), whatever the
+    share of changed pages a checkpoint had written. The table evicted: 7,525 unchanged and
+    800 changed pages read, all missed: 8,325 × 2 + 8,325 (free space map) + 800 × 20."""
+    cost = heap_cost(
+        8325, 800, page_hit=1, page_miss=2, page_dirty=20, missed=1.0, clean=0.1, changed_missed=1.0
+    )
+    assert cost == pytest.approx(8325 * 2 + 8325 + 800 * 20)
+    half = heap_cost(
+        8325, 800, page_hit=1, page_miss=2, page_dirty=20, missed=0.0, clean=0.0, changed_missed=0.5
+    )
+    assert half == pytest.approx(7525 + 400 * 1 + 400 * 2 + 8325 + 400 * 20)
+
+
+def test_pages_counted_in_shared_buffers_go_to_the_changed_pages_first() -> None:
+    """Of 20,000 pages, 800 changed and 4,800 cached: the changed ones are cached (the
+    workload touched them last), the other 4,000 spread over the 19,200 unchanged pages."""
+    assert cached_shares(20_000, 800, 4_800) == pytest.approx((1 - 4_000 / 19_200, 0.0))
+    assert cached_shares(20_000, 800, 0) == (1.0, 1.0)  # evicted: every page a miss
+    assert cached_shares(20_000, 800, 400) == pytest.approx((1.0, 0.5))
+    assert cached_shares(20_000, 800, 30_000) == (0.0, 0.0)  # more than the relation: all
+
+
+def test_pages_only_read_take_less_work_than_pages_changed() -> None:
+    """Measured by bench/vacuum_work_time.py at cost_delay 0: a page read and left as it is
+    takes 3 µs, one pruned or set all-visible 7 µs, 22 µs when a checkpoint wrote it since
+    (a full-page image). The scattered case of tests/scenarios/test_pages_scanned.py: 8,325
+    pages read, 740 of them changed, dirty: 2 + 25 + 3 ms; evicted (every page read in, the
+    changed ones clean): 17 ms more for the reads and 11 for the images."""
+    assert work_seconds(8325, 0) == pytest.approx(0.002 + 8325 * 3e-6)
+    cached = work_seconds(8325, 740)
+    assert cached == pytest.approx(0.002 + 8325 * 3e-6 + 740 * 4e-6)
+    evicted = work_seconds(8325, 740, missed=1.0, changed_missed=1.0)
+    assert evicted == pytest.approx(cached + 8325 * 2e-6 + 740 * 1.5e-5)
+    # Index pages and heap pages visited again: 20 µs each.
+    assert work_seconds(0, 0, index=1000) == pytest.approx(0.002 + 0.02)
+    # A clean page changed takes its full-page image whether read in or not.
+    assert work_seconds(10, 10, clean=1.0) == pytest.approx(0.002 + 10 * 2.2e-5)

@@ -11,7 +11,7 @@ import pytest
 
 from advise_fixtures import PG18, T0, changed, context, relation, snapshot
 from vacuumlab.advise import timing
-from vacuumlab.model import duration
+from vacuumlab.model import charges, duration
 from vacuumlab.model.pages import SKIP_PAGES_THRESHOLD, page_changes, pages_read, spread_of
 from vacuumlab.records.snapshot import PagesScanned, Table
 
@@ -260,11 +260,11 @@ def test_timing_says_how_the_pages_were_found() -> None:
 def test_the_pages_changed_are_those_the_inserts_filled_and_the_updates_reached() -> None:
     """21,800 pages of 23 rows: 750 rows updated at random reach 21,800 × (1 − e^(−750 /
     21,800)) = 737 pages; 23,000 rows appended fill 1,000 pages of their own."""
-    scattered = duration.pages_changed(
+    scattered = charges.pages_changed(
         21_800.0, touched=750.0, inserted=0.0, tuples_per_page=23.0, spread="random"
     )
     assert scattered == pytest.approx(737.3, abs=0.1)
-    appended = duration.pages_changed(
+    appended = charges.pages_changed(
         22_800.0, touched=0.0, inserted=23_000.0, tuples_per_page=23.0, spread="at the end"
     )
     assert appended == pytest.approx(1000.0)
@@ -276,7 +276,7 @@ def test_the_heap_cost_charges_the_dirty_cost_only_for_changed_pages() -> None:
     every page read paid hit + dirty (174,825) or a hit alone (8,325)."""
 
     def cost(missed: float, clean: float) -> float:
-        return duration.heap_cost(
+        return charges.heap_cost(
             8325.0,
             21_800.0,
             touched=750.0,

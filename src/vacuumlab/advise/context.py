@@ -19,7 +19,14 @@ from vacuumlab.model.thresholds import (
     server_settings,
 )
 from vacuumlab.records.advice import Recommendation, Scope
-from vacuumlab.records.snapshot import ExactBloat, PagesScanned, Relation, Snapshot, Table
+from vacuumlab.records.snapshot import (
+    ExactBloat,
+    PagesCached,
+    PagesScanned,
+    Relation,
+    Snapshot,
+    Table,
+)
 from vacuumlab.units import share_of as share_of  # its home before units.py
 
 
@@ -45,6 +52,12 @@ class Context:
         """The heap pages each probed relation's next vacuum reads, counted from its
         visibility map (collect/visibility.py), by relation oid."""
         return {row.oid: row for row in self.now.scanned}
+
+    @cached_property
+    def cached(self) -> dict[int, PagesCached]:
+        """Each probed relation's pages in shared buffers, counted from pg_buffercache
+        (collect/buffercache.py), by relation oid."""
+        return {row.oid: row for row in self.now.cached}
 
     @property
     def exact_probed(self) -> bool:

@@ -20,12 +20,11 @@ from typing import cast
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.model import balance
+from vacuumlab.model import balance, charges
 from vacuumlab.model import cost as cm
 from vacuumlab.model import duration as vacuum_work
 from vacuumlab.model import rates as rates_model
 from vacuumlab.model.rates import Rates
-from vacuumlab.model.simulator import FIXED_S, PAGE_S
 from vacuumlab.model.thresholds import Thresholds
 from vacuumlab.records.snapshot import Relation, Table
 
@@ -40,12 +39,13 @@ class Duration:
     index_pages: int
     index_scan: bool
     index_reason: str
-    cost: float  # the best estimate (model.duration.vacuum_cost())
+    cost: float  # the best estimate (model.charges.vacuum_cost())
     cost_low: float  # every changed page found in shared buffers still dirty
     cost_high: float  # every changed page found clean
     missed: float  # the share of unchanged pages read in (model.cost.missed_share())
+    cached: bool  # the pages in shared buffers counted by pg_buffercache, not estimated
     clean: float  # the share of changed pages found clean
-    work_s: float  # unthrottled: the simulator's fixed and per-page time
+    work_s: float  # unthrottled: model.cost.work_seconds(), as the simulator takes it
     settings: cm.CostSettings
     workers: int  # workers sharing the cost limit
     balanced: bool  # False: the relation has its own cost settings
@@ -121,7 +121,7 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                 w, settings, _balanced, workers = costing.cost(table, t, dead)
                 if settings.delay_ms > 0 and not w.failsafe:  # Duration.throttled
                     pages, missed, clean = costing.charges(t.relation, w, to_vacuum, rates)
-                    spent = vacuum_work.vacuum_cost(
+                    spent = charges.vacuum_cost(
                         w,
                         t.relation,
                         pages=pages,
@@ -129,10 +129,18 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
                         settings=settings,
                         missed=missed,
                         clean=clean,
+                        cached=costing.cached.get(t.relation.oid),
                     )
-                    seconds = work_seconds(w) + cm.throttle_seconds(
-                        spent, settings, workers=workers
+                    work = charges.work_seconds(
+                        w,
+                        t.relation,
+                        pages=pages,
+                        dead=dead,
+                        missed=missed,
+                        clean=clean,
+                        cached=costing.cached.get(t.relation.oid),
                     )
+                    seconds = work + cm.throttle_seconds(spent, settings, workers=workers)
             dead = rates.dead_per_second if rates else None
             result[t.relation.oid] = (dead, to_vacuum, seconds)
     return result
@@ -202,10 +210,18 @@ def _duration(
         return None
     w, settings, balanced, workers = costing.cost(table, t, dead)
     pages, missed, clean = costing.charges(t.relation, w, to_vacuum, rates)
+    cached = costing.cached.get(t.relation.oid)
 
     def spent(share: float) -> float:
-        return vacuum_work.vacuum_cost(
-            w, t.relation, pages=pages, dead=dead, settings=settings, missed=missed, clean=share
+        return charges.vacuum_cost(
+            w,
+            t.relation,
+            pages=pages,
+            dead=dead,
+            settings=settings,
+            missed=missed,
+            clean=share,
+            cached=cached,
         )
 
     return Duration(
@@ -217,19 +233,16 @@ def _duration(
         cost_low=spent(0.0),
         cost_high=spent(1.0),
         missed=missed,
+        cached=cached is not None,
         clean=clean,
-        work_s=work_seconds(w),
+        work_s=charges.work_seconds(
+            w, t.relation, pages=pages, dead=dead, missed=missed, clean=clean, cached=cached
+        ),
         settings=settings,
         workers=workers,
         balanced=balanced,
         work=w,
     )
-
-
-def work_seconds(w: vacuum_work.VacuumWork) -> float:
-    """The time a vacuum spends working between its sleeps, as the simulator takes it: a fixed
-    cost and a time per page visited (model.simulator.FIXED_S, PAGE_S)."""
-    return FIXED_S + w.pages_visited * PAGE_S
 
 
 _Resolved = tuple[cm.CostSettings, bool, vacuum_work.Limits, int]
@@ -246,6 +259,7 @@ class _Costing:
         "base",
         "block",
         "buffers",
+        "cached",
         "checkpoint_s",
         "now",
         "resolved",
@@ -264,6 +278,7 @@ class _Costing:
         self.checkpoint_s = ctx.setting("checkpoint_timeout", cm.CHECKPOINT_S)
         self.now = ctx.now.taken_at
         self.scanned = ctx.scanned
+        self.cached = ctx.cached
         self.server = ctx.settings
         self.version = ctx.version
         self.workers = max(1, ctx.balanced_autovacuums)  # for relations in the balance
@@ -307,7 +322,12 @@ class _Costing:
         buffers that are clean: the changes go back to the last vacuum, or, before the
         first, as long as the dead tuples took to accrue at their rate."""
         pages = self.pages(rel)
-        missed = cm.missed_share(pages + w.index_pages, self.buffers)
+        found = self.cached.get(rel.oid)
+        if found is not None:  # counted: the share of its pages not in shared buffers
+            size = pages + w.index_pages
+            missed = 1.0 - min((found.heap + found.indexes) / size, 1.0) if size > 0 else 0.0
+        else:
+            missed = cm.missed_share(pages + w.index_pages, self.buffers)
         last = rel.last_autovacuum
         if rel.last_vacuum is not None and (last is None or rel.last_vacuum > last):
             last = rel.last_vacuum

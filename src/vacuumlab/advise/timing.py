@@ -258,6 +258,7 @@ def _duration_evidence(d: Duration) -> dict[str, Value]:
         "cost_low": round(d.cost_low),
         "cost_high": round(d.cost_high),
         "pages_missed_share": round(d.missed, 3),
+        "pages_cached_from": "pg_buffercache" if d.cached else "estimated",
         "changed_pages_clean_share": round(d.clean, 3),
         "cost_limit": d.settings.limit,
         "cost_delay_ms": d.settings.delay_ms,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from vacuumlab.advise import advise
+from vacuumlab.collect.buffercache import with_buffercache
 from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.collect.visibility import with_visibility
@@ -44,10 +45,11 @@ def collect_advice(
             later = _after(s, interval, on_wait) if interval else None
             # The pages each changed relation's next vacuum reads, from its visibility map
             # where pg_visibility allows: on the snapshot the findings describe.
+            # And how many of their pages are in shared buffers, where pg_buffercache allows.
             if later is None:
-                first = with_visibility(s, first)
+                first = with_buffercache(s, with_visibility(s, first))
             else:
-                later = with_visibility(s, later, first)
+                later = with_buffercache(s, with_visibility(s, later, first), first)
             if exact:
                 # Measured on the snapshot the findings describe: the later one when there are
                 # two.

@@ -118,6 +118,53 @@ FSM_HITS_PER_PAGE: Final = 1.0
 #: checkpoint_timeout's default, when the snapshot lacks the setting.
 CHECKPOINT_S: Final = 300.0
 
+#: A vacuum's unthrottled work, between its sleeps, measured on the embedded server
+#: (bench/vacuum_work_time.py: PostgreSQL 18, fsync off, VACUUM at cost_delay 0, tables of
+#: 1,000 to 12,000 pages; two runs on a loaded 2-core machine, figures rounded):
+#: a fixed part per vacuum (catalog lookups, the free space map's upper levels, the
+#: truncation check, statistics): the fits put it between 0 and 5 ms.
+WORK_FIXED_S: Final = 0.002
+#: A heap page read and inspected but left as it is (an all-frozen page: 2.5 to 2.9 µs).
+READ_PAGE_S: Final = 3e-6
+#: More for a page read in rather than found in shared buffers, from the kernel's page cache
+#: (evicted tables: 3.6 to 5.2 µs a page in all).
+MISSED_PAGE_S: Final = 2e-6
+#: More for a page the vacuum changes, pruned or set all-visible, still dirty from the
+#: workload (one row updated on every page: 5.3 to 9.5 µs a page in all).
+DIRTY_PAGE_S: Final = 4e-6
+#: More again when a checkpoint wrote the page since its change: the vacuum's WAL record then
+#: carries a full-page image (XLogRecordAssemble() in xloginsert.c; after a CHECKPOINT: 21
+#: to 25 µs a page in all).
+IMAGE_PAGE_S: Final = 1.5e-5
+#: An index page, or a heap page visited again to free its dead items: not measured apart,
+#: the simulator's earlier fit on small busy tables.
+PAGE_S: Final = 2e-5
+
+
+def work_seconds(
+    read: float,
+    changed: float,
+    *,
+    clean: float = 0.0,
+    missed: float = 0.0,
+    changed_missed: float = 0.0,
+    index: float = 0.0,
+) -> float:
+    """A vacuum's unthrottled work: ``read`` heap pages, ``changed`` of them dirtied (``clean``
+    of those clean, ``changed_missed`` read in), ``missed`` of the others read in, and
+    ``index`` index pages and heap pages visited again (the constants above)."""
+    dirtied = changed if changed < read else read
+    unchanged = read - dirtied
+    fresh = dirtied * (clean + changed_missed * (1.0 - clean))
+    return (
+        WORK_FIXED_S
+        + read * READ_PAGE_S
+        + (unchanged * missed + dirtied * changed_missed) * MISSED_PAGE_S
+        + dirtied * DIRTY_PAGE_S
+        + fresh * IMAGE_PAGE_S
+        + index * PAGE_S
+    )
+
 
 def heap_cost(
     read: float,
@@ -128,6 +175,7 @@ def heap_cost(
     page_dirty: float,
     missed: float = 0.0,
     clean: float = 1.0,
+    changed_missed: float = 0.0,
 ) -> float:
     """The cost of a vacuum's pass over ``read`` heap pages, ``changed`` of them holding the
     changes it cleans up (pruned, frozen or set all-visible: dirtied).
@@ -142,17 +190,21 @@ def heap_cost(
       (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set): a changed page is
       still dirty unless a checkpoint wrote it since, ``clean`` of them (clean_share()). The
       all-visible pages are left as they are.
+    - Where shared buffers were read (pg_buffercache), a share ``changed_missed`` of the changed
+      pages may have left them: each is a miss, and clean, as a dirty buffer is written before
+      it is evicted (FlushBuffer() from GetVictimBuffer() in bufmgr.c).
 
     Held against PostgreSQL 18's log ("buffer usage: N hits, M reads, K dirtied") for a
     21,800-page table: 959 appended pages read, 1,954 hits, 0 reads, 0 dirtied; 8,325 pages
     read after updates on about 740, 14,460 hits, 2,226 reads, 82 dirtied."""
     dirtied = changed if changed < read else read
     unchanged = read - dirtied
+    charged = clean + changed_missed * (1.0 - clean)
     return (
         unchanged * (page_hit + missed * (page_miss - page_hit))
-        + dirtied * page_hit
+        + dirtied * (page_hit + changed_missed * (page_miss - page_hit))
         + read * FSM_HITS_PER_PAGE * page_hit
-        + dirtied * clean * page_dirty
+        + dirtied * charged * page_dirty
     )
 
 

@@ -30,20 +30,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
-from vacuumlab.model import cost, forcing
-from vacuumlab.model.cost import CostSettings
+from vacuumlab.model import forcing
 from vacuumlab.model.pages import (
     PageChanges,
-    Spread,
     page_changes,
     pages_read,
     pages_read_later,
     spread_of,
 )
 from vacuumlab.records.snapshot import PagesScanned, Relation
-
-#: For the simulator, which reaches the cost model through this module.
-clean_after = cost.clean_after
 
 BYPASS_THRESHOLD_PAGES: Final = 0.02
 #: 18's eager scan (heap_vacuum_eager_scan_setup() in vacuumlazy.c): only relations of at
@@ -202,68 +197,6 @@ def _eager_pages(skipped: float, visible: float, frozen: float) -> float:
     return min(MAX_EAGER_FREEZE_SUCCESS_RATE * unfrozen, skipped * unfrozen / visible)
 
 
-def pages_changed(
-    pages: float, *, touched: float, inserted: float, tuples_per_page: float, spread: Spread
-) -> float:
-    """The pages holding the changes a vacuum cleans up, which it dirties (see _changed())."""
-    new, old = _changed(pages, touched, inserted, tuples_per_page, spread)
-    return new + old
-
-
-def _changed(
-    pages: float, touched: float, inserted: float, tuples_per_page: float, spread: Spread
-) -> tuple[float, float]:
-    """The pages the inserts filled, and those ``touched`` rows were updated or deleted on: at
-    the end on pages of their own; at random each older page reached with the chance
-    1 − e^(−touched / older pages). The other pages a vacuum reads are all-visible ones in
-    short runs, which it leaves as they are."""
-    per_page = tuples_per_page if tuples_per_page > 1.0 else 1.0
-    new = inserted / per_page
-    if new > pages:
-        new = pages
-    rest = pages - new
-    if spread == "at the end":
-        old = touched / per_page
-    elif rest >= 1.0:
-        old = rest * (1.0 - math.exp(-touched / rest))
-    else:
-        old = rest
-    return new, old if old < rest else rest
-
-
-def heap_cost(
-    read: float,
-    pages: float,
-    *,
-    touched: float,
-    inserted: float,
-    tuples_per_page: float,
-    page_hit: float,
-    page_miss: float,
-    page_dirty: float,
-    missed: float = 0.0,
-    clean: float = 1.0,
-) -> float:
-    """The cost of reading ``read`` of ``pages`` heap pages after ``touched`` rows were updated
-    or deleted and ``inserted`` added (cost.heap_cost(), with the changed pages from
-    _changed()). ``clean`` is the share of pages changed once that a checkpoint has written
-    since (cost.clean_share()); a page updated several times is clean only if its last change
-    is older than the last checkpoint (cost.clean_after())."""
-    new, old = _changed(pages, touched, inserted, tuples_per_page, spread_of(touched, inserted))
-    changed = new + old
-    if changed > 0.0:
-        clean = (new * clean + old * cost.clean_after(clean, touched, old)) / changed
-    return cost.heap_cost(
-        read,
-        changed,
-        page_hit=page_hit,
-        page_miss=page_miss,
-        page_dirty=page_dirty,
-        missed=missed,
-        clean=clean,
-    )
-
-
 def heap_pages(rel: Relation, pages: int, *, is_aggressive: bool) -> int:
     """Heap pages the next vacuum reads, estimated (see heap_scan())."""
     return heap_scan(rel, pages, is_aggressive=is_aggressive).pages
@@ -395,52 +328,6 @@ def work(
         failsafe=failsafe,
         heap=heap,
     )
-
-
-def vacuum_cost(
-    w: VacuumWork,
-    rel: Relation,
-    *,
-    pages: int,
-    dead: float,
-    settings: CostSettings,
-    missed: float,
-    clean: float,
-) -> float:
-    """The cost the vacuum ``w`` of ``rel`` accrues (bufmgr.c's charges, see cost.heap_cost()):
-
-    - the heap pages it reads, of which those holding the changes since (pages_changed())
-      are dirtied;
-    - unless index vacuuming is skipped, every index page once per pass (btbulkdelete() reads
-      them all), those holding dead entries dirtied, and the heap pages holding dead items
-      read again to free them (lazy_vacuum_heap_rel()), found in shared buffers and left
-      dirty by the first pass: a hit each. Index pages are missed in the ``missed`` share
-      too."""
-    relpages, reltuples = rel.relpages, rel.reltuples
-    per_page = reltuples / relpages if relpages > 0 and reltuples > 0 else 1.0
-    changes = w.heap.changes if w.heap is not None else page_changes(rel)
-    touched = max(changes.touched, dead)
-    hit, miss, dirty = settings.page_hit, settings.page_miss, settings.page_dirty
-    total = heap_cost(
-        float(w.heap_pages),
-        float(pages),
-        touched=touched,
-        inserted=changes.inserted,
-        tuples_per_page=per_page,
-        page_hit=hit,
-        page_miss=miss,
-        page_dirty=dirty,
-        missed=missed,
-        clean=clean,
-    )
-    if w.index_passes > 0 and pages > 0:
-        index = float(w.index_pages)
-        dirtied = index * (1.0 - math.exp(-dead / index)) if index > 0 else 0.0
-        charged = cost.clean_after(clean, dead, dirtied)
-        access = hit + missed * (miss - hit)
-        total += w.index_passes * (index * access + dirtied * charged * dirty)
-        total += pages * (1.0 - math.exp(-dead / pages)) * hit
-    return total
 
 
 def _table_age(server: Mapping[str, str], options: Mapping[str, str], kind: str) -> float:

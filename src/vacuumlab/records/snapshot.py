@@ -355,6 +355,16 @@ class PagesScanned(Record):
     aggressive: int = Field(description="pages an aggressive vacuum reads")
 
 
+class PagesCached(Record):
+    """How many of one relation's main-fork pages sit in shared buffers, counted from
+    ``pg_buffercache`` when the snapshot was taken: the pages its vacuum finds there (a hit)
+    rather than reads in (a miss)."""
+
+    oid: int
+    heap: int = Field(description="the relation's pages in shared buffers")
+    indexes: int = Field(description="its indexes' pages in shared buffers")
+
+
 class ProbeNote(Record):
     """Why a probe gave nothing: a missing privilege, a timeout, an old server."""
 
@@ -395,6 +405,11 @@ class Snapshot(Record):
         default=[],
         description="where pg_visibility is installed and may be called: the changed "
         "relations' visibility maps, as the next vacuum reads them",
+    )
+    cached: list[PagesCached] = Field(
+        default=[],
+        description="where pg_buffercache is installed and may be read: the changed "
+        "relations' pages (and their indexes') in shared buffers",
     )
     sizes: Literal["measured", "estimated"] = Field(
         default="measured",

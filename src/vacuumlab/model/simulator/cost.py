@@ -6,18 +6,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Final
 
-from vacuumlab.model import duration
+from vacuumlab.model import charges
+from vacuumlab.model.cost import PAGE_S as PAGE_S
+from vacuumlab.model.cost import WORK_FIXED_S
 from vacuumlab.model.pages import SKIP_PAGES_THRESHOLD, pages_read, spread_of
 
 if TYPE_CHECKING:
     from vacuumlab.model.simulator.relation import _Rel
 
-#: Unthrottled work: a fixed cost per vacuum (catalog lookups, truncation check, statistics)
-#: and the time to process one page found in shared buffers.
-#: The scheduling study measured 5 ms for a whole vacuum of a 5,000-row table at the default
-#: cost settings, of which the cost-based sleep is under 1 ms.
-FIXED_S: Final = 0.003
-PAGE_S: Final = 2e-5
+#: Unthrottled work, as the advisor takes it: model/cost.py (work_seconds()).
+FIXED_S: Final = WORK_FIXED_S
 #: checkpoint_timeout's default. Vacuum pays vacuum_cost_page_dirty only for a buffer that was
 #: clean (MarkBufferDirty() in bufmgr.c charges it when BM_DIRTY was not set): a page the
 #: workload changed is still dirty unless a checkpoint wrote it since, which for a change t
@@ -63,7 +61,7 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
     all-visible pages (heap_vac_scan_next_block() in vacuumlazy.c). Those it left all-visible
     lose the bit as rows on them are updated or deleted, and the pages read follow from the
     changes since (before the window too) and where they sit: model.pages.pages_read(),
-    the advisor's model, which costs them too (duration.heap_cost()): only changed pages are
+    the advisor's model, which costs them too (charges.heap_cost()): only changed pages are
     dirtied, the ``clean`` share paying for it (see CHECKPOINT_S): the changes it finds go
     back to its last vacuum's end, or,
     before the first, as long as the dead tuples took to accrue at their rate. Indexes: unless
@@ -98,7 +96,7 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
             tuples_per_page=r.per_page,
             spread=spread_of(touched, inserted),
         )
-    cost = duration.heap_cost(
+    cost = charges.heap_cost(
         heap,
         pages,
         touched=max(r.changes, r.dead),
@@ -116,10 +114,18 @@ def _vacuum_cost(r: _Rel, at: float, *, aggressive: bool) -> tuple[float, float]
         dirtied = index_read * (1.0 - math.exp(-dead / index_read))
         cost += (
             index_read * r.page_hit
-            + duration.clean_after(clean, dead, dirtied) * dirtied * r.page_dirty
+            + charges.clean_after(clean, dead, dirtied) * dirtied * r.page_dirty
         )
         second = pages * (1.0 - math.exp(-dead / pages))
         cost += second * r.page_hit
         index_read += second
-    work = FIXED_S + (heap + index_read) * PAGE_S
+    work = charges.heap_work(
+        heap,
+        pages,
+        touched=max(r.changes, r.dead),
+        inserted=r.inserted,
+        tuples_per_page=r.per_page,
+        clean=clean,
+        index=index_read,
+    )
     return work, cost
