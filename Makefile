@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # workload or an interval rather than on the CPU, so three share two cores well. A file's
 # tests stay in one process (--dist loadfile): its module fixtures (a study run) run once.
 TEST_WORKERS ?= 3
-PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=5
 
 .PHONY: demo test test-all scenarios lint bench clean venv-dev
 

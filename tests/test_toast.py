@@ -4,7 +4,6 @@ sessions vacuuming a table and its TOAST relation at once."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -14,6 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from toast_fixtures import arm, table
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
@@ -71,20 +71,6 @@ def points(small: Store) -> list[Point]:
 @pytest.fixture(scope="module")
 def arms(race: Store) -> list[Point]:
     return race.points(1)
-
-
-def table(points: list[Point], storage: str, target: int = 2032) -> dict[str, Any]:
-    [point] = [
-        p
-        for p in points
-        if p.params.get("storage") == storage and p.params["toast_tuple_target"] == target
-    ]
-    return point.metrics
-
-
-def arm(points: list[Point], name: str, repetition: int = 0) -> dict[str, Any]:
-    [point] = [p for p in points if p.params.get("arm") == name and p.repetition == repetition]
-    return point.metrics
 
 
 def test_every_planned_point_is_stored_with_every_metric(
@@ -298,17 +284,3 @@ def test_plain_is_left_out_of_a_preset_too_wide_for_it() -> None:
         "50,000 rows of 4,096 bytes × extended, extended, toast_tuple_target 128, main, external,"
         " plain + parallel VACUUM of heap and TOAST (3 arms) × 1 repetition"
     )
-
-
-@pytest.mark.slow
-def test_the_quick_preset_takes_under_three_minutes(target: Target, tmp_path: Path) -> None:
-    """The preset docs/commands.md promises: 50,000 rows of 4 kB, every storage, three arms."""
-    with Store.open(tmp_path / "results.sqlite") as store:
-        clock = time.monotonic()
-        ToastRun(make_config("quick"), target, store).execute()
-        assert time.monotonic() - clock < 180
-        points = store.points(1)
-        main, extended = table(points, "main"), table(points, "extended")
-        assert main["update_s"] > 10 * extended["update_s"]
-        assert main["vacuum_s"] > 1.5 * extended["vacuum_s"]
-        assert arm(points, "overlapping")["lock_wait_table_s"] > 0.1

@@ -37,7 +37,7 @@ from vacuumlab.records.toast_spec import (
     storage_params,
     vacuum_metric,
 )
-from vacuumlab.store import Metric, Store
+from vacuumlab.store import Metric, Point, Store
 
 ROWS = 50_000
 WIDTH = 4096
@@ -318,3 +318,17 @@ def make_toast_run(
     if status != "running":
         store.finish_run(run_id, status)
     return run_id
+
+
+def table(points: list[Point], storage: str, target: int = 2032) -> dict[str, Any]:
+    [point] = [
+        p
+        for p in points
+        if p.params.get("storage") == storage and p.params["toast_tuple_target"] == target
+    ]
+    return point.metrics
+
+
+def arm(points: list[Point], name: str, repetition: int = 0) -> dict[str, Any]:
+    [point] = [p for p in points if p.params.get("arm") == name and p.repetition == repetition]
+    return point.metrics
