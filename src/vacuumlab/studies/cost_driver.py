@@ -151,7 +151,7 @@ def measure_point(target: Target, p: CostDriverPoint, progress: Progress) -> dic
             report, wall, stats_s = _autovacuum(s, table, oid, target)
             metrics |= {"duration_wall_s": wall, "duration_stats_s": stats_s}
         checkpoint(s)  # so the writes vacuum left to the checkpointer are counted
-        after = _Counters.read(s, oid)
+        after = _Counters.settled(s, oid)
         after_vm = probes.visibility_map(s, visibility, oid)
         settings = probes.settings(s, COST_SETTINGS)
     metrics |= {"vm_all_visible_after": after_vm.all_visible}
@@ -354,6 +354,23 @@ class _Counters:
             io = None
         [wal] = s.fetch("wal", Wal)
         return cls(probes.table_io(s, oid), io, wal)
+
+    @classmethod
+    def settled(
+        cls, s: Session, oid: int, *, pause_s: float = 0.3, within_s: float = 5.0
+    ) -> _Counters:
+        """The counters once pg_stat_io stops moving: each process's I/O statistics reach
+        shared memory when it flushes them, which on a busy server came after the CHECKPOINT
+        had returned (the writes were then missing from the point)."""
+        read = cls.read(s, oid)
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            time.sleep(pause_s)
+            again = cls.read(s, oid)
+            if again.io == read.io:
+                return again
+            read = again
+        return read
 
     def delta(self, after: _Counters) -> dict[str, Any]:
         metrics: dict[str, Any] = dict(after.statio.minus(self.statio))
