@@ -7,29 +7,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import threading
-import time
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
+from helpers.db import PASSWORD, PASSWORD_ROLE, TEST_DSN, fresh_database
 from scenarios import suite
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.store import Store
 
-TEST_DSN = os.environ.get("VACUUMLAB_TEST_DSN")
-PASSWORD_ROLE = "vl_password_role"
-PASSWORD = "right-password"
 #: The session's server: nothing a test measures depends on data reaching the disk, and
 #: skipping fsync saves time in every commit, CREATE DATABASE and checkpoint. Not
 #: synchronous_commit (tests read the flushed WAL position) nor full_page_writes (the TOAST
@@ -140,77 +131,10 @@ def store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture
 def database(server: str) -> Iterator[str]:
     """A fresh database on ``server``, dropped afterwards; yields its DSN."""
-    yield from _fresh_database(server)
+    yield from fresh_database(server)
 
 
 @pytest.fixture
 def embedded_database(sandbox: Sandbox) -> Iterator[str]:
     """A fresh database on the embedded server only."""
-    yield from _fresh_database(sandbox.dsn)
-
-
-def _fresh_database(admin_dsn: str) -> Iterator[str]:
-    name = f"vl_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield make_conninfo(admin_dsn, dbname=name)
-    finally:
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-
-
-def execute(dsn: str, *statements: str | sql.Composable) -> None:
-    """Run statements in autocommit on a new connection."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
-
-
-@contextmanager
-def xmin_holder(dsn: str) -> Iterator[int]:
-    """A session that sits idle in a REPEATABLE READ transaction, pinning the xmin horizon;
-    yields its pid."""
-    with psycopg.connect(dsn, application_name="vl-test-holder") as conn:
-        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        row = conn.execute("SELECT pg_backend_pid()").fetchone()
-        assert row is not None
-        yield row[0]
-        conn.rollback()
-
-
-@contextmanager
-def background(target: object) -> Iterator[threading.Thread]:
-    thread = threading.Thread(target=target)  # type: ignore[arg-type]
-    thread.start()
-    try:
-        yield thread
-    finally:
-        thread.join()
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The vacuumlab command in a real child process, as a user would run it."""
-    return subprocess.run(
-        [sys.executable, "-m", "vacuumlab", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=(os.environ | {"COLUMNS": "160"}) | (env or {}),
-        timeout=120,
-    )
-
-
-def wait_for_counts(dsn: str, table: str, column: str, at_least: int) -> None:
-    """Statistics reach shared memory asynchronously: poll until they show the work."""
-    query = sql.SQL("SELECT {} FROM pg_stat_user_tables WHERE relname = {}").format(
-        sql.Identifier(column), sql.Literal(table)
-    )
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with psycopg.connect(dsn) as conn:
-            row = conn.execute(query).fetchone()
-        if row and row[0] >= at_least:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{table}.{column} never reached {at_least}")
+    yield from fresh_database(sandbox.dsn)

@@ -11,8 +11,9 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from advise_fixtures import BLOATED_TABLE, run_recommendations
-from conftest import execute, run_cli, xmin_holder
+from helpers.advise import BLOATED_TABLE, run_recommendations
+from helpers.cli import run_cli
+from helpers.db import execute, xmin_holder
 from vacuumlab.advise import advise
 from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import PROBES, collect

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from advise_fixtures import T0, context, relation, snapshot
+from helpers.advise import T0, context, relation, snapshot
 from vacuumlab.advise import advise, horizon, once_per_setting, thresholds, without_moot
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Backend, PreparedXact, Snapshot, Table

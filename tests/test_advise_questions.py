@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from advise_fixtures import (
+from helpers.advise import (
     BLOCK,
     MB,
     T0,
@@ -24,7 +24,7 @@ from advise_fixtures import (
     snapshot,
     toast_of,
 )
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.advise import advise, bloat, estimate, hot, thresholds, timing, toast, workers
 from vacuumlab.advise.context import Context
 from vacuumlab.collect.snapshot import collect

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from advise_fixtures import T0, context, relation, snapshot
-from conftest import execute
+from helpers.advise import T0, context, relation, snapshot
+from helpers.db import execute
 from vacuumlab.advise import horizon, thresholds
 from vacuumlab.advise.context import share_of
 from vacuumlab.model.knobs import duration, knob

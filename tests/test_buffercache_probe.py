@@ -9,7 +9,7 @@ from __future__ import annotations
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.collect.buffercache import with_buffercache
 from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.lab.advice import collect_advice

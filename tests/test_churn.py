@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run_cli
+from helpers.cli import run_cli
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target

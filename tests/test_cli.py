@@ -11,8 +11,9 @@ import typer
 from psycopg.conninfo import make_conninfo
 from typer.testing import CliRunner
 
-from advise_fixtures import BLOATED_TABLE
-from conftest import PASSWORD_ROLE, execute, run_cli
+from helpers.advise import BLOATED_TABLE
+from helpers.cli import assert_one_line_error, run_cli
+from helpers.db import PASSWORD_ROLE, execute
 from vacuumlab.cli import app
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records import (
@@ -81,16 +82,6 @@ def test_every_command_has_help_with_an_example(command: tuple[str, ...]) -> Non
     text = help_of(command)
     if command not in GROUPS:
         assert "Example: vacuumlab" in text or "Example: psql" in text
-
-
-def assert_one_line_error(result: object, fragment: str) -> None:
-    assert result.returncode == 2, (result.stdout, result.stderr)  # type: ignore[attr-defined]
-    stderr: str = result.stderr  # type: ignore[attr-defined]
-    assert "Traceback" not in stderr
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("error: ")
-    assert fragment in lines[0], lines[0]
 
 
 def test_unreachable_server(tmp_path: Path) -> None:

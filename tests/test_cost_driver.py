@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from conftest import run_cli
+from helpers.cli import run_cli
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
@@ -20,6 +20,9 @@ from vacuumlab.studies.base import Silent
 from vacuumlab.studies.cost_driver import CostDriverRun, delete_predicate
 
 make_config = CostDriverConfig.from_preset
+
+#: How late one sleep of vacuum may wake on a loaded two-core machine.
+LATE_WAKE_S = 0.005
 
 SMALL = dict(rows=100_000, dead_pcts=(10,), indexes=(0, 2), repeat=1)
 
@@ -116,7 +119,15 @@ def test_the_cost_model_predicts_the_sleep(small_run: list[Point]) -> None:
             + m["buffer_reads"] * m["cost_page_miss"]
             + m["buffer_dirtied"] * m["cost_page_dirty"]
         )
-        assert m["predicted_delay_s"] == pytest.approx(m["delay_time_s"], rel=0.25, abs=0.01)
+        # The model gives the sleep vacuum asks for; PostgreSQL times the sleep it got. Each
+        # sleep wakes late by the time the kernel takes to run the process again: microseconds
+        # on an idle machine, milliseconds with both cores busy (a 2 ms sleep measured 4.2 ms
+        # on average while the other test process ran a workload). So the measured delay may
+        # exceed the prediction by that lateness per sleep, never fall short of it.
+        predicted, measured = m["predicted_delay_s"], m["delay_time_s"]
+        sleeps = m["predicted_cost"] / m["cost_limit"]
+        assert measured >= predicted * 0.75 - 0.01
+        assert measured <= predicted * 1.25 + 0.01 + sleeps * LATE_WAKE_S
 
 
 def test_who_writes_what_vacuum_dirtied(small_run: list[Point]) -> None:

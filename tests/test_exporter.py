@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import execute, run_cli
-from test_cli import assert_one_line_error
+from helpers.cli import assert_one_line_error, run_cli
+from helpers.db import execute
 from vacuumlab.advise import advise
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.model.thresholds import of_table, server_settings

@@ -15,7 +15,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 from scipy import stats
 
-from conftest import _fresh_database
+from helpers.db import fresh_database
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
@@ -63,7 +63,7 @@ class Measured:
 @pytest.fixture(scope="module")
 def study_database(sandbox: Sandbox) -> Iterator[str]:
     """A database of its own, so "nothing in public" means nothing the study made."""
-    yield from _fresh_database(sandbox.dsn)
+    yield from fresh_database(sandbox.dsn)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from datetime import timedelta
 import psycopg
 import pytest
 
-from advise_fixtures import T0, context, relation, snapshot
+from helpers.advise import T0, context, relation, snapshot
 from vacuumlab.advise import advise, horizon
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.model import horizon as hm

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from advise_fixtures import (
+from helpers.advise import (
     PG17,
     PG18,
     autovacuum,
@@ -17,7 +17,7 @@ from advise_fixtures import (
     snapshot,
     toast_of,
 )
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.advise import bloat, estimate, thresholds, workers
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Finding
@@ -392,6 +392,7 @@ def test_dead_rate_just_after_a_vacuum_counts_what_pruning_cannot_take_back() ->
     from datetime import UTC, datetime, timedelta
 
     from advise_fixtures import relation
+
     from vacuumlab.model import rates
 
     taken = datetime(2025, 1, 1, tzinfo=UTC)

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from conftest import execute, wait_for_counts, xmin_holder
+from helpers.db import execute, wait_for_counts, xmin_holder
 from vacuumlab.advise import advise
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.estimate import relation_rates

@@ -18,7 +18,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.advise import advise
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from advise_fixtures import PG18, T0, changed, context, relation, snapshot
+from helpers.advise import PG18, T0, changed, context, relation, snapshot
 from vacuumlab.advise import timing
 from vacuumlab.model import charges, duration
 from vacuumlab.model.pages import SKIP_PAGES_THRESHOLD, page_changes, pages_read, spread_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.extensions import extension_schema
 

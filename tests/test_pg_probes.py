@@ -6,7 +6,7 @@ from __future__ import annotations
 from psycopg import sql
 from pydantic import BaseModel, Field, field_validator
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.collect import probes
 from vacuumlab.pg.connect import connect
 from vacuumlab.records.fillfactor import Counters, StatementTimes

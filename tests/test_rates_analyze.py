@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from advise_fixtures import T0, changed, relation
+from helpers.advise import T0, changed, relation
 from vacuumlab.model import rates
 from vacuumlab.watch.view import _gathering
 

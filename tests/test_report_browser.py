@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from report_fixtures import make_churn_run
+from helpers.report import make_churn_run
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.store import Store
 
@@ -94,6 +94,7 @@ def test_the_simulation_page_opens_clean_with_its_timeline(tmp_path: Path) -> No
     """`vacuumlab simulate --format html` as a reader opens it: its worker timeline drawn,
     a table named like markup shown as text."""
     from advise_fixtures import changed, relation, snapshot
+
     from vacuumlab.model.forecast import forecast
     from vacuumlab.records.snapshot import Table
     from vacuumlab.report.simulation import render_html

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from report_fixtures import T0, XSS, make_churn_run, step_params, synthetic_step
-from vacuumlab.errors import VacuumlabError
+from helpers.report import T0, XSS, make_churn_run, step_params, synthetic_step
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.store import Store
 
@@ -200,25 +199,6 @@ def test_rendering_is_deterministic(store: Store, tmp_path: Path) -> None:
     assert first == second
     for name in ("step-1.png", "comparison.png"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-
-
-def test_not_a_churn_run(store: Store, tmp_path: Path) -> None:
-    run_id = store.create_run("other", {}, server_version="18.6", settings={}, machine={})
-    with pytest.raises(VacuumlabError, match="not a 'churn' run") as info:
-        render_churn_report(store, run_id, tmp_path / "out")
-    assert "\n" not in str(info.value)
-    assert not (tmp_path / "out").exists()
-
-
-def test_run_without_points(store: Store, tmp_path: Path) -> None:
-    run_id = make_churn_run(store, steps=0, planned=3, status="interrupted")
-    with pytest.raises(VacuumlabError, match="no recorded steps"):
-        render_churn_report(store, run_id, tmp_path / "out")
-
-
-def test_unknown_run(store: Store, tmp_path: Path) -> None:
-    with pytest.raises(VacuumlabError, match="no run 42"):
-        render_churn_report(store, 42, tmp_path / "out")
 
 
 def test_needs_no_server(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from cost_driver_fixtures import (
+from helpers.cost_driver import (
     ROWS,
     XSS_TAG,
     autovacuum_duration,
@@ -25,8 +25,7 @@ from cost_driver_fixtures import (
     manual_duration,
     synthetic_metrics,
 )
-from report_fixtures import T0, XSS, make_churn_run
-from vacuumlab.errors import VacuumlabError
+from helpers.report import T0, XSS, make_churn_run
 from vacuumlab.records.cost_driver_spec import point_params
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.report.cost_driver import render_cost_driver_report
@@ -318,26 +317,6 @@ def test_rendering_is_deterministic(store: Store, tmp_path: Path) -> None:
     assert first == second
     for png in PNGS:
         assert (tmp_path / "a" / png).read_bytes() == (tmp_path / "b" / png).read_bytes()
-
-
-def test_not_a_cost_driver_run(store: Store, tmp_path: Path) -> None:
-    run_id = make_churn_run(store, steps=1)
-    with pytest.raises(VacuumlabError, match="not a 'cost-driver' run") as info:
-        render_cost_driver_report(store, run_id, tmp_path / "out")
-    assert "\n" not in str(info.value)
-    assert not (tmp_path / "out").exists()
-
-
-def test_run_without_points(store: Store, tmp_path: Path) -> None:
-    run_id = make_cost_driver_run(store, recorded=0, status="interrupted")
-    with pytest.raises(VacuumlabError, match="no recorded points") as info:
-        render_cost_driver_report(store, run_id, tmp_path / "out")
-    assert "\n" not in str(info.value)
-
-
-def test_unknown_run(store: Store, tmp_path: Path) -> None:
-    with pytest.raises(VacuumlabError, match="no run 42"):
-        render_cost_driver_report(store, 42, tmp_path / "out")
 
 
 def test_shares_its_css_with_the_churn_report(store: Store, tmp_path: Path) -> None:

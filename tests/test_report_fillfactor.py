@@ -19,15 +19,14 @@ import pytest
 from matplotlib.image import imread
 from scipy import stats
 
-from cost_driver_fixtures import make_cost_driver_run
-from fillfactor_fixtures import (
+from helpers.cost_driver import make_cost_driver_run
+from helpers.fillfactor import (
     SHARED_BUFFERS,
     XSS_TAG,
     make_fillfactor_run,
     synthetic_metrics,
 )
-from report_fixtures import T0, XSS
-from vacuumlab.errors import VacuumlabError
+from helpers.report import T0, XSS
 from vacuumlab.records.fillfactor_spec import point_params
 from vacuumlab.report.cost_driver import render_cost_driver_report
 from vacuumlab.report.fillfactor import render_fillfactor_report
@@ -327,26 +326,6 @@ def test_rendering_is_deterministic(rendered: Rendered, tmp_path: Path) -> None:
     assert again == rendered.html
     for png in PNGS:
         assert (tmp_path / png).read_bytes() == (rendered.out / png).read_bytes()
-
-
-def test_not_a_fillfactor_run(store: Store, tmp_path: Path) -> None:
-    run_id = make_cost_driver_run(store, recorded=1)
-    with pytest.raises(VacuumlabError, match="not a 'fillfactor' run") as info:
-        render_fillfactor_report(store, run_id, tmp_path / "out")
-    assert "\n" not in str(info.value)
-    assert not (tmp_path / "out").exists()
-
-
-def test_run_without_points(store: Store, tmp_path: Path) -> None:
-    run_id = make_fillfactor_run(store, recorded=0, status="interrupted")
-    with pytest.raises(VacuumlabError, match="no recorded points") as info:
-        render_fillfactor_report(store, run_id, tmp_path / "out")
-    assert "\n" not in str(info.value)
-
-
-def test_unknown_run(store: Store, tmp_path: Path) -> None:
-    with pytest.raises(VacuumlabError, match="no run 42"):
-        render_fillfactor_report(store, 42, tmp_path / "out")
 
 
 def test_shares_its_css_with_the_cost_driver_report(

@@ -15,12 +15,13 @@ import pytest
 from markupsafe import escape
 from rich.console import Console
 
-from cost_driver_fixtures import make_cost_driver_run
-from fillfactor_fixtures import make_fillfactor_run
-from report_fixtures import make_churn_run
-from scheduling_fixtures import make_scheduling_run
-from test_report_advice import full_advice
-from toast_fixtures import make_toast_run
+from helpers.advice_record import full_advice
+from helpers.cost_driver import make_cost_driver_run
+from helpers.fillfactor import make_fillfactor_run
+from helpers.report import make_churn_run
+from helpers.scheduling import make_scheduling_run
+from helpers.toast import make_toast_run
+from vacuumlab.errors import VacuumlabError
 from vacuumlab.records import (
     churn_spec,
     cost_driver_spec,
@@ -69,13 +70,42 @@ def test_each_study_renders_through_the_registry(pages: dict[str, Path]) -> None
         assert list(path.parent.glob("*.png")), study
 
 
-def test_the_registry_refuses_another_studys_run(tmp_path: Path) -> None:
-    from vacuumlab.errors import VacuumlabError
+#: A run of each study with nothing recorded yet: interrupted before its first point.
+EMPTY: dict[str, Callable[[Store], int]] = {
+    churn_spec.STUDY: lambda s: make_churn_run(s, steps=0, planned=3, status="interrupted"),
+    cost_driver_spec.STUDY: lambda s: make_cost_driver_run(s, recorded=0, status="interrupted"),
+    fillfactor_spec.STUDY: lambda s: make_fillfactor_run(s, recorded=0, status="interrupted"),
+    toast_spec.STUDY: lambda s: make_toast_run(s, recorded=0, status="interrupted"),
+}
 
-    with Store.open(tmp_path / "r.sqlite") as store:
-        run_id = make_churn_run(store, steps=1)
-        with pytest.raises(VacuumlabError, match="not a 'toast' run"):
-            RENDERERS["toast"](store, run_id, tmp_path / "out")
+
+def refused(study: str, store: Store, run_id: int, out: Path) -> str:
+    """The one-line error a study's renderer gives for ``run_id``; nothing is written."""
+    with pytest.raises(VacuumlabError) as info:
+        RENDERERS[study](store, run_id, out)
+    message = str(info.value)
+    assert "\n" not in message
+    assert not out.exists()
+    return message
+
+
+@pytest.mark.parametrize("study", sorted(MAKERS))
+def test_an_unknown_run_is_refused(study: str, store: Store, tmp_path: Path) -> None:
+    assert "no run 42" in refused(study, store, 42, tmp_path / "out")
+
+
+@pytest.mark.parametrize("study", sorted(MAKERS))
+def test_another_studys_run_is_refused(study: str, store: Store, tmp_path: Path) -> None:
+    other = make_toast_run(store) if study != toast_spec.STUDY else make_churn_run(store, steps=1)
+    assert f"not a '{study}' run" in refused(study, store, other, tmp_path / "out")
+    foreign = store.create_run("other", {}, server_version="18.6", settings={}, machine={})
+    assert f"not a '{study}' run" in refused(study, store, foreign, tmp_path / "out")
+
+
+@pytest.mark.parametrize("study", sorted(EMPTY))
+def test_a_run_without_points_is_refused(study: str, store: Store, tmp_path: Path) -> None:
+    message = refused(study, store, EMPTY[study](store), tmp_path / "out")
+    assert re.search(r"has no recorded (points|steps) yet \(status interrupted\)", message)
 
 
 REPORT_MODULES = (

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from report_fixtures import T0, XSS, make_churn_run
-from toast_fixtures import (
+from helpers.report import T0, XSS
+from helpers.toast import (
     FREEZE_AFTER_VACUUM_S,
     LOCK_WAIT,
     ROWS,
@@ -27,7 +27,6 @@ from toast_fixtures import (
     seconds_of,
     storage_metrics,
 )
-from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.toast_spec import storage_params
 from vacuumlab.report.toast import render_toast_report, seconds, size
 from vacuumlab.store import Store
@@ -298,25 +297,6 @@ def test_points_without_any_metric_render(store: Store, tmp_path: Path) -> None:
     html = render(store, run_id, tmp_path / "out")
     assert html.count("<svg") == 4
     assert "No table has both FREEZE timings." in html
-
-
-def test_not_a_toast_run(store: Store, tmp_path: Path) -> None:
-    run_id = make_churn_run(store, steps=1)
-    with pytest.raises(VacuumlabError, match="not a 'toast' run") as info:
-        render_toast_report(store, run_id, tmp_path / "out")
-    assert "\n" not in str(info.value)
-    assert not (tmp_path / "out").exists()
-
-
-def test_run_without_points(store: Store, tmp_path: Path) -> None:
-    run_id = make_toast_run(store, recorded=0, status="interrupted")
-    with pytest.raises(VacuumlabError, match="no recorded points"):
-        render_toast_report(store, run_id, tmp_path / "out")
-
-
-def test_unknown_run(store: Store, tmp_path: Path) -> None:
-    with pytest.raises(VacuumlabError, match="no run 42"):
-        render_toast_report(store, 42, tmp_path / "out")
 
 
 def test_template_ships_as_package_data() -> None:

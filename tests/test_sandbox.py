@@ -13,7 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import execute, run_cli
+from helpers.cli import run_cli
+from helpers.db import execute
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.install import PgBin
 from vacuumlab.pg.sandbox import Sandbox, dsn_for

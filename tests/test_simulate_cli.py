@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from psycopg import sql
 
-from conftest import execute, run_cli
+from helpers.cli import run_cli
+from helpers.db import execute
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.simulation import load_simulation
 

@@ -7,7 +7,7 @@ import itertools
 
 from matplotlib.collections import PathCollection
 
-from advise_fixtures import changed, relation, snapshot
+from helpers.advise import changed, relation, snapshot
 from vacuumlab.model.forecast import forecast
 from vacuumlab.records.simulation import Simulation
 from vacuumlab.records.snapshot import Table

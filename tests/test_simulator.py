@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from advise_fixtures import changed, relation, snapshot
+from helpers.advise import changed, relation, snapshot
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import whatif
 from vacuumlab.model.cost import clean_after

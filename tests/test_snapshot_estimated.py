@@ -7,8 +7,8 @@ import time
 
 import psycopg
 
-from conftest import execute
-from test_snapshot import SIZED
+from helpers.db import execute
+from helpers.snapshot import SIZED
 from vacuumlab.collect.snapshot import Kept, collect, tables, with_sizes
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import connect

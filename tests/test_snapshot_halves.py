@@ -13,7 +13,7 @@ import pytest
 from psycopg import errors, sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.collect import snapshot as snapshot_module
 from vacuumlab.collect.snapshot import SPLIT_CATALOG_BYTES, Kept, collect, sized_query
 from vacuumlab.pg.connect import Session, connect

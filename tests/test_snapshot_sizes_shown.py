@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from advise_fixtures import relation, snapshot
+from helpers.advise import relation, snapshot
 from vacuumlab.records.snapshot import Table
 from vacuumlab.report.snapshot_text import tables_table
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from toast_fixtures import arm, table
+from helpers.toast import arm, table
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toast_fixtures import arm, table
+from helpers.toast import arm, table
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.toast import ToastConfig

@@ -15,7 +15,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import execute, run_cli, wait_for_counts
+from helpers.cli import run_cli
+from helpers.db import execute, wait_for_counts
 from scenarios.workloads import pgbench_load
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.errors import VacuumlabError

@@ -8,7 +8,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.collect.snapshot import PROBES, collect
 from vacuumlab.collect.vacuum_log import parse_report
 from vacuumlab.collect.visibility import with_visibility

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
-from advise_fixtures import T0, changed, relation, snapshot, toast_of
+from helpers.advise import T0, changed, relation, snapshot, toast_of
 from vacuumlab.records.live import Refresh
 from vacuumlab.records.snapshot import Snapshot, Table, VacuumProgress
 from vacuumlab.tui import WatchApp, rows

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from advise_fixtures import T0
-from conftest import execute, run_cli, wait_for_counts
-from test_watch_cli import slow_vacuum, watching
+from helpers.advise import T0
+from helpers.cli import run_cli
+from helpers.db import execute, wait_for_counts
+from helpers.terminal import slow_vacuum, watching
 from vacuumlab.records.live import Refresh
 from vacuumlab.records.watch_spec import snapshot_of
 from vacuumlab.report import RENDERERS

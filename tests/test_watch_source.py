@@ -12,7 +12,7 @@ import psycopg
 from psycopg import errors, sql
 from psycopg.conninfo import conninfo_to_dict
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.records.live import LiveView, RunningVacuum
 from vacuumlab.watch.source import Source
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.samples import Sample
 
-from advise_fixtures import PG18, T0, autovacuum, changed, relation, snapshot, toast_of
-from conftest import execute, wait_for_counts, xmin_holder
+from helpers.advise import PG18, T0, autovacuum, changed, relation, snapshot, toast_of
+from helpers.db import execute, wait_for_counts, xmin_holder
 from vacuumlab.model import time_left
 from vacuumlab.model.simulator import PAGE_S
 from vacuumlab.model.thresholds import of_tables, server_settings

@@ -4,7 +4,7 @@ launcher and no emergency worker will come, and the finding must not promise a v
 
 from __future__ import annotations
 
-from advise_fixtures import autovacuum, context, relation, snapshot
+from helpers.advise import autovacuum, context, relation, snapshot
 from vacuumlab.advise import wraparound
 from vacuumlab.records.snapshot import Database, Snapshot, Table
 

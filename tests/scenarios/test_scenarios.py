@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import execute, xmin_holder
+from helpers.db import execute, xmin_holder
 from scenarios.expect import (
     HORIZON_BLAME,
     IDLE_TIMEOUT,

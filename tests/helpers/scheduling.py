@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
+from helpers.report import MACHINE, SERVER_VERSION, T0, XSS
 from vacuumlab.records.scheduling import QUICK_ARMS, SchedulingConfig, SchedulingPoint
 from vacuumlab.records.scheduling_spec import (
     DEAD,

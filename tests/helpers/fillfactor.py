@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
+from helpers.report import MACHINE, SERVER_VERSION, T0, XSS
 from vacuumlab.records.fillfactor_spec import METRICS, STUDY, point_params, scale_for
 from vacuumlab.store import Metric, Store
 

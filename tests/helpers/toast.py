@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
+from helpers.report import MACHINE, SERVER_VERSION, T0, XSS
 from vacuumlab.records.toast_spec import (
     ARMS,
     PARALLEL_METRICS,

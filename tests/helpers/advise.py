@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg import sql
 
-from conftest import execute
+from helpers.db import execute
 from vacuumlab.advise.context import Context
 from vacuumlab.records.advice import Recommendation
 from vacuumlab.records.snapshot import (

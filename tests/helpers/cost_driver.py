@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from report_fixtures import MACHINE, SERVER_VERSION, T0, XSS
+from helpers.report import MACHINE, SERVER_VERSION, T0, XSS
 from vacuumlab.records.cost_driver_spec import METRICS, STUDY, point_params
 from vacuumlab.store import Metric, Store
 
