@@ -20,6 +20,7 @@ from vacuumlab.cli.exporter import exporter_command
 from vacuumlab.cli.options import WordsCommand, err, out
 from vacuumlab.cli.report import report, runs
 from vacuumlab.cli.run import run_app
+from vacuumlab.cli.run_custom import run_custom as run_custom  # registers `run custom`
 from vacuumlab.cli.sandbox import demo, sandbox_app
 from vacuumlab.cli.simulate import simulate_command
 from vacuumlab.cli.watch import watch_command

@@ -30,9 +30,12 @@ class LoadResult:
     started_at: datetime
 
 
-def run_load(target: Target, load: pgbench.Load, relid: int, progress: Progress) -> LoadResult:
-    """Run the load while the sampler polls table ``relid``; live TPS (pgbench's own) and dead
-    tuples (the sampler's) go to the progress display."""
+def run_load(
+    target: Target, load: pgbench.Load, relid: int, progress: Progress, dsn: str | None = None
+) -> LoadResult:
+    """Run the load (on ``dsn``, by default the target's) while the sampler polls table
+    ``relid``; live TPS (pgbench's own) and dead tuples (the sampler's) go to the progress
+    display."""
     sampler = Sampler(target.dsn, relid).start()
 
     def on_line(line: str) -> None:
@@ -44,7 +47,7 @@ def run_load(target: Target, load: pgbench.Load, relid: int, progress: Progress)
 
     started_at = datetime.now(UTC)
     load_start = started_at.timestamp()
-    process = pgbench.Process(pgbench.command(target.pgbench, load, target.dsn), on_line)
+    process = pgbench.Process(pgbench.command(target.pgbench, load, dsn or target.dsn), on_line)
     try:
         process.wait()
     finally:
