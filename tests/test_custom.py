@@ -96,7 +96,7 @@ def queue(rows: int, rate: float) -> CapturedTable:
         columns=[Column(name="id", type="bigint", not_null=True, storage="plain", identity="d",
                         stats=ColumnStats(null_frac=0, avg_width=8, n_distinct=-1,
                                           correlation=1.0)),
-                 _column("status", "text", 3, 0.2, 6), _column("attempts", "integer", 5, 0.0),
+                 _column("status", "text", 1000, 0.2, 6), _column("attempts", "integer", 5, 0.0),
                  _column("payload", "text", -1, 0.0, 120, not_null=False)],
         indexes=[Index(name="jobs_pkey", definition="CREATE UNIQUE INDEX jobs_pkey ON app.jobs "
                        "USING btree (id)", columns=["id"], unique=True, primary=True),
@@ -121,7 +121,7 @@ def profile(tables: list[CapturedTable], statements: list[Statement]) -> Profile
 
 def replay(sandbox: Sandbox, store: Store, p: Profile, seconds: int = 6) -> dict[str, object]:
     config = CustomConfig.from_preset(
-        "quick", profile=p.model_dump(mode="json"), seconds=seconds, warmup=1, steps=(NAPTIME,)
+        "quick", profile=p.model_dump(mode="json"), seconds=seconds, warmup=3, steps=(NAPTIME,)
     )
     run_id = CustomRun(config, Target.of_sandbox(sandbox), store).execute()
     [point] = store.points(run_id)
@@ -137,8 +137,8 @@ def test_profile_replays_at_captured_rates(sandbox: Sandbox, store: Store, tmp_p
          statement(3, "update", "app.jobs", 100, ["status"]),
          statement(4, "delete", "app.jobs", 100)],
     )  # fmt: skip
-    m = replay(sandbox, store, p, seconds=8)
-    found = checks(m, 9)
+    m = replay(sandbox, store, p, seconds=7)
+    found = checks(m, 10)
     for check in found:
         if check.what != "HOT share":
             assert not check.off, check
@@ -156,7 +156,7 @@ def test_counters_profile_replays_as_synthetic_mix(sandbox: Sandbox, store: Stor
                                                     deletes=80, dead_tuples=0)})  # fmt: skip
     p = profile([table], []).model_copy(update={"source": "counters"})
     m = replay(sandbox, store, p)
-    for check in checks(m, 7):
+    for check in checks(m, 9):
         assert not check.off, check
 
 

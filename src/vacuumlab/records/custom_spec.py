@@ -28,7 +28,7 @@ SAMPLED_TABLE = "sampled_table"
 #: Seconds the counters' rates are taken over (the whole load, warm-up included).
 RATE_SECONDS = "rate_seconds"
 
-Rate = Literal["inserts", "updates", "hot_updates", "deletes", "dead_tuples"]
+Rate = Literal["inserts", "updates", "hot_updates", "deletes", "dead_tuples", "hot_share"]
 RATES: Final[tuple[Rate, ...]] = ("inserts", "updates", "hot_updates", "deletes", "dead_tuples")
 #: A replayed rate further than this share from the captured one puts a warning on top.
 TOLERANCE = 0.10
@@ -38,7 +38,8 @@ Side = Literal["replayed", "captured"]
 
 
 def rate_metric(side: Side, rate: Rate, table: str) -> str:
-    """A point's metric name for one table's rate, per second (the table name last, whole)."""
+    """A point's metric name for one table's rate, per second (the table name last, whole);
+    ``hot_share`` is the replay's HOT share after the warm-up."""
     return f"rate:{side}:{rate}:{table}"
 
 
@@ -104,6 +105,7 @@ def _hot_check(metrics: Mapping[str, object], table: str) -> Check | None:
     assert hot is not None
     assert captured_hot is not None
     assert captured_updates is not None
-    replayed = hot / updates if updates else 0.0
+    after_warmup = _get(metrics, "replayed", "hot_share", table)
+    replayed = after_warmup if after_warmup is not None else hot / updates if updates else 0.0
     captured = captured_hot / captured_updates
     return Check(table, "HOT share", replayed, captured, abs(replayed - captured) > HOT_TOLERANCE)

@@ -14,6 +14,7 @@ profile, the captured rates times ``--scale`` are stored beside them.
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -59,15 +60,17 @@ class Counters:
     dead_tuples: int
 
 
-def counters(dsn: str) -> dict[str, Counters]:
+def counters(dsn: str, *, wait: bool = True) -> dict[str, Counters]:
     """The counters of the schema's tables, once two reads a moment apart agree: a backend
-    that just ended may still be flushing its own."""
+    that just ended may still be flushing its own (``wait=False``: the first read)."""
     last: dict[str, Counters] | None = None
     deadline = time.monotonic() + 5
     while True:
         with connect(dsn) as session:
             rows = session.fetch("table_counters", Counters, {"schema": SCHEMA})
         now = {r.name: r for r in rows}
+        if not wait:
+            return now
         stable = {n: (c.inserts, c.updates, c.deletes) for n, c in now.items()}
         if last is not None and stable == {
             n: (c.inserts, c.updates, c.deletes) for n, c in last.items()
@@ -91,6 +94,18 @@ def replayed_rates(
         for rate in RATES:
             delta = getattr(end, rate) - getattr(start, rate)
             metrics[rate_metric("replayed", rate, name)] = delta / seconds
+    return metrics
+
+
+def hot_shares(warm: dict[str, Counters], after: dict[str, Counters]) -> dict[str, Metric]:
+    """Each table's HOT share after the warm-up: a freshly loaded table has no free space on
+    its pages until pruning makes some, so its first updates cannot be HOT."""
+    metrics: dict[str, Metric] = {}
+    for name, end in after.items():
+        start = warm.get(name)
+        if start is not None and end.updates > start.updates:
+            share = (end.hot_updates - start.hot_updates) / (end.updates - start.updates)
+            metrics[rate_metric("replayed", "hot_share", name)] = share
     return metrics
 
 
@@ -163,7 +178,14 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
         sampled = self._sampled(tables)
         before = counters(self.target.dsn)
         load = self._load(planned)
+        warm: dict[str, dict[str, Counters]] = {}
+        timer = threading.Timer(
+            self.config.warmup, lambda: warm.update(at=counters(self.target.dsn, wait=False))
+        )
+        timer.start()
         result = run_load(self.target, load, before[sampled].oid, self.progress, self.pgbench_dsn())
+        timer.cancel()
+        timer.join()
         after = counters(self.target.dsn)
         c = self.config
         total = c.warmup + c.seconds
@@ -171,6 +193,8 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
         summary, series = summarize_step(result, c.warmup, total)
         metrics |= summary
         metrics |= replayed_rates(before, after, total)
+        if "at" in warm:
+            metrics |= hot_shares(warm["at"], after)
         metrics |= self._captured()
         metrics[SAMPLED_TABLE] = sampled
         metrics[RATE_SECONDS] = total
