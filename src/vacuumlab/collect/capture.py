@@ -111,8 +111,14 @@ def capture(
     """
     if not tables:
         raise VacuumlabError("capture needs at least one --table")
-    with connect(dsn, timeouts=TIMEOUTS, application_name=APPLICATION_NAME) as session:
+    with open_session(dsn) as session:
         return _Capture(session, _Notes(on_note)).run(tables, seconds, wait)
+
+
+def open_session(dsn: str) -> Session:
+    """The capture's session: read-only (``default_transaction_read_only``), so a write
+    fails, and giving way at once to any lock."""
+    return connect(dsn, read_only=True, timeouts=TIMEOUTS, application_name=APPLICATION_NAME)
 
 
 class _Capture:
@@ -136,7 +142,8 @@ class _Capture:
             schema = None
         started = time.monotonic()
         self._wait(wait, seconds)
-        elapsed = time.monotonic() - started
+        # Rounded as the profile keeps it, so that its rates × seconds give the counts back.
+        elapsed = round(time.monotonic() - started, 3)
         after = self._counters(resolved)
         later = self._entries(schema, showtext=True) if schema is not None else None
         if entries is None or later is None:
@@ -254,7 +261,7 @@ class _Capture:
         return Profile(
             vacuumlab_version=__version__,
             captured_at=captured_at,
-            seconds=round(seconds, 3),
+            seconds=seconds,
             server_version_num=self.session.info.version_num,
             block_size=self.facts.block_size,
             tables=tables,
