@@ -4,12 +4,14 @@ script, and hand-built profiles replayed at their captured rates."""
 from __future__ import annotations
 
 import re
+import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import execute, run_cli
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import Step
@@ -25,6 +27,7 @@ from vacuumlab.records.profile import (
     Rates,
     Shape,
     Statement,
+    load_profile,
 )
 from vacuumlab.report.custom import render
 from vacuumlab.store import Store
@@ -207,3 +210,31 @@ def test_bad_inputs_start_nothing(tmp_path: Path, args: list[str], message: str)
     assert len(lines) == 1, result.stderr
     assert message in lines[0]
     assert not data_dir.exists()
+
+
+@pytest.mark.slow
+def test_captured_pgbench_accounts_replays_faithfully(
+    sandbox: Sandbox, embedded_database: str, store: Store, tmp_path: Path
+) -> None:
+    """pgbench TPC-B's accounts captured while pgbench runs, then replayed at scale 1."""
+    bin_dir = sandbox.bin.exe("pgbench").parent
+    subprocess.run([str(bin_dir / "pgbench"), "-i", "-s", "1", "-q", embedded_database],
+                   check=True, capture_output=True)  # fmt: skip
+    execute(embedded_database, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    load = subprocess.Popen([str(bin_dir / "pgbench"), "-R", "150", "-c", "4", "-T", "13",
+                             embedded_database], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        time.sleep(1)
+        out = tmp_path / "accounts.json"
+        result = run_cli("capture", embedded_database, "--table", "public.pgbench_accounts",
+                         "--for", "10s", "-o", str(out))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    finally:
+        load.wait(timeout=60)
+    captured = load_profile(out)
+    m = replay(sandbox, store, captured, seconds=8)
+    found = {c.what: c for c in checks(m, 11)}
+    assert found["updates"].captured > 30  # the capture saw the load
+    for what in ("inserts", "updates", "deletes", "HOT share"):
+        assert not found[what].off, found[what]
