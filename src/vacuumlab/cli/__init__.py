@@ -1,7 +1,7 @@
 """The ``vacuumlab`` command: parses, calls the library, picks an output format.
 
 Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``,
-``simulate``, ``watch``, ``exporter``, ``report``);
+``capture``, ``simulate``, ``watch``, ``exporter``, ``report``);
 this one builds the app and turns errors into one line. Errors the user can act on
 (:class:`VacuumlabError`) print one line and exit with 2; Ctrl-C and SIGTERM unwind cleanly
 (servers started here are stopped) and exit with 130.
@@ -16,10 +16,12 @@ import typer
 
 from vacuumlab import __version__
 from vacuumlab.cli.advise import advise_command, snapshot
+from vacuumlab.cli.capture import capture_command
 from vacuumlab.cli.exporter import exporter_command
 from vacuumlab.cli.options import WordsCommand, err, out
 from vacuumlab.cli.report import report, runs
 from vacuumlab.cli.run import run_app
+from vacuumlab.cli.run_custom import run_custom as run_custom  # registers `run custom`
 from vacuumlab.cli.sandbox import demo, sandbox_app
 from vacuumlab.cli.simulate import simulate_command
 from vacuumlab.cli.watch import watch_command
@@ -37,6 +39,7 @@ app = typer.Typer(
 app.add_typer(sandbox_app, name="sandbox")
 app.command("snapshot", cls=WordsCommand)(snapshot)
 app.command("advise", cls=WordsCommand)(advise_command)
+app.command("capture", cls=WordsCommand)(capture_command)
 app.command("simulate", cls=WordsCommand)(simulate_command)
 app.command("exporter", cls=WordsCommand)(exporter_command)
 app.command("watch", cls=WordsCommand)(watch_command)

@@ -17,6 +17,7 @@ from vacuumlab.store import Store
 from vacuumlab.studies.base import Progress, StudyRun
 from vacuumlab.studies.churn import ChurnRun
 from vacuumlab.studies.cost_driver import CostDriverRun
+from vacuumlab.studies.custom import CustomRun
 from vacuumlab.studies.fillfactor import FillfactorRun
 from vacuumlab.studies.scheduling import SchedulingRun
 from vacuumlab.studies.toast import ToastRun
@@ -24,7 +25,8 @@ from vacuumlab.studies.toast import ToastRun
 AnyRun = StudyRun[Any, Any]
 
 STUDIES: dict[str, type[AnyRun]] = {
-    run.study: run for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun, SchedulingRun)
+    run.study: run
+    for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun, SchedulingRun, CustomRun)
 }
 
 

@@ -29,6 +29,9 @@ class Load:
     #: Weighted scripts (``-f file@weight``): each transaction runs one, chosen at random in
     #: proportion to its weight. When given they replace ``script``.
     weighted: tuple[tuple[Path, int], ...] = ()
+    #: Transactions per second over all clients (``--rate``, a Poisson schedule); None: as
+    #: fast as they go.
+    rate: float | None = None
 
 
 def command(pgbench: Path, load: Load, dsn: str) -> list[str]:
@@ -45,6 +48,8 @@ def command(pgbench: Path, load: Load, dsn: str) -> list[str]:
         f"--jobs={load.jobs}",
         f"--time={load.seconds}",
     ]
+    if load.rate is not None:
+        args.append(f"--rate={load.rate:g}")
     if load.log_prefix is not None:
         args += ["--log", f"--log-prefix={load.log_prefix}"]
     if load.progress:

@@ -90,13 +90,13 @@ class Shape(Record):
     schema_name: str
     name: str
     columns: list[Column]
-    indexes: list[Index] = []
-    constraints: list[Constraint] = []
+    indexes: list[Index] = Field(default_factory=list)
+    constraints: list[Constraint] = Field(default_factory=list)
     fillfactor: int | None = None
     #: ``pg_class.reloptions`` as ``name=value``, fillfactor and autovacuum ones included.
-    reloptions: list[str] = []
+    reloptions: list[str] = Field(default_factory=list)
     #: The TOAST relation's reloptions (``toast.*`` as SQL writes them, without the prefix).
-    toast_reloptions: list[str] = []
+    toast_reloptions: list[str] = Field(default_factory=list)
     #: ``pg_get_partkeydef()`` for a partitioned table; its partitions are not followed.
     partitioning: str | None = None
     partitions: int = 0
@@ -156,14 +156,14 @@ class Statement(Record):
     #: The captured table it changes or locks, as ``schema.name``.
     table: str
     #: UPDATE: the columns it sets. INSERT: the columns it lists (empty: all, in order).
-    sets: list[str] = []
+    sets: list[str] = Field(default_factory=list)
     #: The columns its WHERE clause compares (``id = $1``, ``status = $2``).
-    filters: list[str] = []
+    filters: list[str] = Field(default_factory=list)
     skip_locked: bool = False
     #: A LIMIT (as a parameter or a number); None without one.
     limit: bool = False
     #: Other captured tables the statement reads (joins, subqueries).
-    reads: list[str] = []
+    reads: list[str] = Field(default_factory=list)
     calls_per_s: float
     rows_per_call: float
     mean_ms: float
@@ -200,14 +200,14 @@ class Profile(Record):
     #: counters were (no extension, no right to read it): then ``statements`` is empty and the
     #: replay is a synthetic mix with the captured rates.
     source: Literal["pg_stat_statements", "counters"]
-    statements: list[Statement] = []
+    statements: list[Statement] = Field(default_factory=list)
     #: ``pg_stat_statements.track``: with ``top``, statements run inside functions and DO
     #: blocks are invisible, and only the counters show them.
     track: str | None = None
-    settings: list[Setting] = []
+    settings: list[Setting] = Field(default_factory=list)
     #: Every literal kept from the DDL (defaults, CHECKs, partial-index predicates).
-    literals: list[str] = []
-    notes: list[Note] = []
+    literals: list[str] = Field(default_factory=list)
+    notes: list[Note] = Field(default_factory=list)
 
     def table(self, qualified: str) -> CapturedTable:
         for table in self.tables:

@@ -28,6 +28,7 @@ _MODULES = {
     "fillfactor": "vacuumlab.report.fillfactor",
     "toast": "vacuumlab.report.toast",
     "scheduling": "vacuumlab.report.scheduling",
+    "custom": "vacuumlab.report.custom",
     "watch": "vacuumlab.report.watch",
 }
 

@@ -147,7 +147,7 @@ def _correlation(value: float | None) -> str:
     return DASH if value is None else f"{value:+.2f}"
 
 
-def _cells(metrics: Mapping[str, Metric]) -> dict[str, Cell]:
+def step_cells(metrics: Mapping[str, Metric]) -> dict[str, Cell]:
     m = {name: metric(metrics, name) for name in metrics}
 
     def get(name: str) -> float | None:
@@ -237,7 +237,7 @@ def _summary_rows(number: int, step: Step, rows_of_step: Recorded) -> list[Summa
             measured=True,
             first=k == 0,
             span=len(rows_of_step),
-            cells=_cells(point.metrics),
+            cells=step_cells(point.metrics),
             published=published,
             settings_differ=differs,
         )

@@ -1,0 +1,28 @@
+-- A captured table's storage, options and size (13+). A partitioned table's rows, pages and
+-- bytes are its leaf partitions' sums (pg_partition_tree(), which has no row for a table
+-- outside a partition tree: such a table is its own only leaf), its rows -1 until a leaf has
+-- been vacuumed or analyzed. toast_bytes holds
+-- the TOAST relations' heaps and indexes.
+SELECT coalesce(c.reloptions, '{}') AS reloptions,
+       coalesce(t.reloptions, '{}') AS toast_reloptions,
+       CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS partitioning,
+       leaves.partitions, leaves.rows, leaves.pages, leaves.heap_bytes, leaves.toast_bytes,
+       leaves.index_bytes
+  FROM pg_class c
+  LEFT JOIN pg_class t ON t.oid = c.reltoastrelid
+ CROSS JOIN LATERAL (
+     SELECT count(*) FILTER (WHERE l.oid <> c.oid) AS partitions,
+            CASE WHEN c.relkind <> 'p' THEN c.reltuples::float8
+                 ELSE coalesce(sum(l.reltuples) FILTER (WHERE l.reltuples >= 0), -1)::float8
+            END AS rows,
+            coalesce(sum(l.relpages), 0)::bigint AS pages,
+            coalesce(sum(pg_relation_size(l.oid)), 0)::bigint AS heap_bytes,
+            coalesce(sum(pg_total_relation_size(l.reltoastrelid))
+                     FILTER (WHERE l.reltoastrelid <> 0), 0)::bigint AS toast_bytes,
+            coalesce(sum(pg_indexes_size(l.oid)), 0)::bigint AS index_bytes
+       FROM (SELECT relid FROM pg_partition_tree(c.oid) WHERE isleaf
+              UNION SELECT c.oid WHERE c.relkind <> 'p') p
+       JOIN pg_class l ON l.oid = p.relid
+      WHERE l.relkind IN ('r', 'm')
+ ) leaves
+ WHERE c.oid = %(oid)s::bigint::oid

@@ -1,0 +1,111 @@
+"""What the custom study measures and stores: the contract between the run and its report.
+
+Each stored point is one settings step (one repetition). Beside what the churn study measures
+of one table (TPS, latency percentiles, dead tuples, autovacuums, growth, the sawtooth: the same
+metric and series names, ``records/churn_spec.py``), it stores each replayed table's change
+rates from ``pg_stat_all_tables`` over the step, and for a profile the captured rates times
+``--scale``: the replay's fidelity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from vacuumlab.records.churn_spec import METRICS as CHURN_METRICS
+
+STUDY = "custom"
+ABOUT = (
+    "No published work: it replays a user's own table and workload (a captured profile, or a "
+    "schema and pgbench scripts) under settings steps, and checks the replay's rates against "
+    "the captured ones."
+)
+#: Per-step metrics shared with the churn study, for the table the sampler follows.
+METRICS = CHURN_METRICS
+#: The table the sampler followed (metric ``sampled_table``, a string).
+SAMPLED_TABLE = "sampled_table"
+#: Seconds the counters' rates are taken over (the whole load, warm-up included).
+RATE_SECONDS = "rate_seconds"
+
+Rate = Literal["inserts", "updates", "hot_updates", "deletes", "dead_tuples", "hot_share"]
+RATES: Final[tuple[Rate, ...]] = ("inserts", "updates", "hot_updates", "deletes", "dead_tuples")
+#: A replayed rate further than this share from the captured one puts a warning on top.
+TOLERANCE = 0.10
+#: The HOT share may differ by this much (an absolute share, 0 to 1).
+HOT_TOLERANCE = 0.10
+Side = Literal["replayed", "captured"]
+
+
+def rate_metric(side: Side, rate: Rate, table: str) -> str:
+    """A point's metric name for one table's rate, per second (the table name last, whole);
+    ``hot_share`` is the replay's HOT share after the warm-up."""
+    return f"rate:{side}:{rate}:{table}"
+
+
+def rate_tables(metrics: Mapping[str, object]) -> list[str]:
+    """The tables a point stored rates of, in name order."""
+    prefix = "rate:replayed:inserts:"
+    return sorted(name[len(prefix) :] for name in metrics if name.startswith(prefix))
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One table's replayed rate against the captured one times the scale."""
+
+    table: str
+    what: str  # inserts, updates, deletes, HOT share
+    replayed: float
+    captured: float
+    off: bool
+
+    @property
+    def deviation(self) -> float | None:
+        """(replayed − captured) / captured, or the share difference for the HOT share."""
+        if self.what == "HOT share":
+            return self.replayed - self.captured
+        return None if self.captured == 0 else (self.replayed - self.captured) / self.captured
+
+
+def _get(metrics: Mapping[str, object], side: Side, rate: Rate, table: str) -> float | None:
+    value = metrics.get(rate_metric(side, rate, table))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def checks(metrics: Mapping[str, object], seconds: float) -> list[Check]:
+    """The fidelity checks of one point: per table, inserts, updates and deletes within
+    :data:`TOLERANCE` (and one row over the ``seconds`` the rates cover, for rare changes),
+    the HOT share within :data:`HOT_TOLERANCE`. Empty when nothing was captured."""
+    found = []
+    for table in rate_tables(metrics):
+        for rate in ("inserts", "updates", "deletes"):
+            replayed = _get(metrics, "replayed", rate, table)
+            captured = _get(metrics, "captured", rate, table)
+            if replayed is None or captured is None:
+                continue
+            slack = TOLERANCE * captured + (1 / seconds if seconds > 0 else 0)
+            found.append(Check(table, rate, replayed, captured, abs(replayed - captured) > slack))
+        hot = _hot_check(metrics, table)
+        if hot is not None:
+            found.append(hot)
+    return found
+
+
+def _hot_check(metrics: Mapping[str, object], table: str) -> Check | None:
+    values = [
+        _get(metrics, side, rate, table)
+        for side in ("replayed", "captured")
+        for rate in ("updates", "hot_updates")
+    ]
+    updates, hot, captured_updates, captured_hot = values
+    if None in values or not captured_updates:
+        return None
+    assert hot is not None
+    assert captured_hot is not None
+    assert captured_updates is not None
+    after_warmup = _get(metrics, "replayed", "hot_share", table)
+    replayed = after_warmup if after_warmup is not None else hot / updates if updates else 0.0
+    captured = captured_hot / captured_updates
+    return Check(table, "HOT share", replayed, captured, abs(replayed - captured) > HOT_TOLERANCE)

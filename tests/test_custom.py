@@ -1,0 +1,240 @@
+"""The custom study on the embedded PostgreSQL 18: the churn queue written as a schema and a
+script, and hand-built profiles replayed at their captured rates."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import execute, run_cli
+from vacuumlab.pg.sandbox import Sandbox
+from vacuumlab.pg.target import Target
+from vacuumlab.records.churn import Step
+from vacuumlab.records.custom import CustomConfig
+from vacuumlab.records.custom_spec import checks, rate_metric
+from vacuumlab.records.profile import (
+    CapturedTable,
+    Column,
+    ColumnStats,
+    Constraint,
+    Index,
+    Profile,
+    Rates,
+    Shape,
+    Statement,
+    load_profile,
+)
+from vacuumlab.report.custom import render
+from vacuumlab.store import Store
+from vacuumlab.studies.custom import CustomRun
+
+DOCS = Path(__file__).parent.parent / "docs" / "studies" / "custom.md"
+NAPTIME = Step("naptime 1s", {"autovacuum_naptime": "1s"})
+
+
+def docs_files(tmp_path: Path) -> tuple[Path, Path]:
+    """The schema and script the docs show, as written there (the backlog made small)."""
+    blocks = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.S)
+    schema, script = tmp_path / "queue-schema.sql", tmp_path / "queue.sql"
+    schema.write_text(blocks[0].replace("100000", "3000"))
+    script.write_text(blocks[1])
+    return schema, script
+
+
+def test_docs_queue_runs_as_custom_study(tmp_path: Path) -> None:
+    schema, script = docs_files(tmp_path)
+    store = tmp_path / "r.sqlite"
+    result = run_cli("run", "custom", "--schema", str(schema), "--script", f"{script}@1",
+                     "--seconds", "4", "--warmup", "1", "--store", str(store),
+                     "--data-dir", str(tmp_path / "sb"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    with Store.open(store) as s:
+        [point] = s.points(1)
+        m = point.metrics
+        assert m["transactions"] > 0
+        assert m[rate_metric("replayed", "inserts", "bencher")] > 0
+        assert m[rate_metric("replayed", "deletes", "bencher")] > 0
+        assert len(s.series(point.id, "n_dead_tup")) >= 3
+        assert len(s.series(point.id, "tps")) == 5
+    html = (tmp_path / "runs" / "1" / "report" / "report.html").read_text()
+    assert "nothing was captured to compare with" in html
+    assert "off by more than 10 %" not in html
+
+
+def _column(name: str, type_: str, distinct: float = -1.0, corr: float | None = 1.0,
+            width: int = 4, not_null: bool = True) -> Column:  # fmt: skip
+    stats = ColumnStats(null_frac=0.0, avg_width=width, n_distinct=distinct, correlation=corr)
+    return Column(name=name, type=type_, not_null=not_null, storage="plain", stats=stats)
+
+
+def accounts(rows: int, update_rate: float, hot_share: float) -> CapturedTable:
+    """A pgbench_accounts-like table updated by aid, abalance unindexed."""
+    shape = Shape(
+        schema_name="public", name="accounts", rows=rows, pages=rows // 60, heap_bytes=0,
+        columns=[_column("aid", "integer"), _column("bid", "integer", 1, 1.0),
+                 _column("abalance", "integer", 100, 0.0),
+                 Column(name="filler", type="character(84)", not_null=False, storage="extended",
+                        stats=ColumnStats(null_frac=0, avg_width=85, n_distinct=1,
+                                          correlation=1.0))],
+        indexes=[Index(name="accounts_pkey", definition="CREATE UNIQUE INDEX accounts_pkey ON "
+                       "public.accounts USING btree (aid)", columns=["aid"], unique=True,
+                       primary=True)],
+        constraints=[Constraint(name="accounts_pkey", kind="p", definition="PRIMARY KEY (aid)")],
+        fillfactor=None,
+    )  # fmt: skip
+    rates = Rates(inserts=0, updates=update_rate, hot_updates=update_rate * hot_share,
+                  deletes=0, dead_tuples=0)  # fmt: skip
+    return CapturedTable(shape=shape, rates=rates, explained=1.0)
+
+
+def queue(rows: int, rate: float) -> CapturedTable:
+    """A job queue: inserts, an update of the indexed status, deletes."""
+    shape = Shape(
+        schema_name="app", name="jobs", rows=rows, pages=rows // 100, heap_bytes=0,
+        columns=[Column(name="id", type="bigint", not_null=True, storage="plain", identity="d",
+                        stats=ColumnStats(null_frac=0, avg_width=8, n_distinct=-1,
+                                          correlation=1.0)),
+                 _column("status", "text", 1000, 0.2, 6), _column("attempts", "integer", 5, 0.0),
+                 _column("payload", "text", -1, 0.0, 120, not_null=False)],
+        indexes=[Index(name="jobs_pkey", definition="CREATE UNIQUE INDEX jobs_pkey ON app.jobs "
+                       "USING btree (id)", columns=["id"], unique=True, primary=True),
+                 Index(name="jobs_status", definition="CREATE INDEX jobs_status ON app.jobs "
+                       "USING btree (status)", columns=["status"])],
+        constraints=[Constraint(name="jobs_pkey", kind="p", definition="PRIMARY KEY (id)")],
+    )  # fmt: skip
+    rates = Rates(inserts=rate, updates=rate, hot_updates=0.0, deletes=rate, dead_tuples=0)
+    return CapturedTable(shape=shape, rates=rates, explained=1.0)
+
+
+def statement(qid: int, kind: str, table: str, rate: float, sets: list[str] = []) -> Statement:  # noqa: B006
+    return Statement(queryid=qid, kind=kind, table=table, sets=sets, filters=["id"],  # type: ignore[arg-type]
+                     calls_per_s=rate, rows_per_call=1.0, mean_ms=0.1)  # fmt: skip
+
+
+def profile(tables: list[CapturedTable], statements: list[Statement]) -> Profile:
+    return Profile(vacuumlab_version="test", captured_at=datetime.now(UTC), seconds=60,
+                   server_version_num=180000, tables=tables, source="pg_stat_statements",
+                   statements=statements)  # fmt: skip
+
+
+def replay(sandbox: Sandbox, store: Store, p: Profile, seconds: int = 6) -> dict[str, object]:
+    config = CustomConfig.from_preset(
+        "quick", profile=p.model_dump(mode="json"), seconds=seconds, warmup=3, steps=(NAPTIME,)
+    )
+    run_id = CustomRun(config, Target.of_sandbox(sandbox), store).execute()
+    [point] = store.points(run_id)
+    return dict(point.metrics)
+
+
+@pytest.mark.slow
+def test_profile_replays_at_captured_rates(sandbox: Sandbox, store: Store, tmp_path: Path) -> None:
+    p = profile(
+        [accounts(20_000, 150, 0.9), queue(2_000, 100)],
+        [statement(1, "update", "public.accounts", 150, ["abalance"]),
+         statement(2, "insert", "app.jobs", 100, ["status", "attempts", "payload"]),
+         statement(3, "update", "app.jobs", 100, ["status"]),
+         statement(4, "delete", "app.jobs", 100)],
+    )  # fmt: skip
+    m = replay(sandbox, store, p, seconds=7)
+    found = checks(m, 10)
+    for check in found:
+        if check.what != "HOT share":
+            assert not check.off, check
+    by = {(c.table, c.what): c for c in found}
+    assert by["accounts", "HOT share"].replayed > 0.7  # abalance is in no index
+    assert by["jobs", "HOT share"].replayed < 0.1  # status is indexed
+    assert abs(by["accounts", "HOT share"].replayed - 0.9) <= 0.1
+    html = render(store, 1, tmp_path / "report").read_text()
+    assert "captured × scale" in html
+
+
+def test_counters_profile_replays_as_synthetic_mix(sandbox: Sandbox, store: Store) -> None:
+    table = queue(2_000, 80)
+    table = table.model_copy(update={"rates": Rates(inserts=80, updates=80, hot_updates=40,
+                                                    deletes=80, dead_tuples=0)})  # fmt: skip
+    p = profile([table], []).model_copy(update={"source": "counters"})
+    m = replay(sandbox, store, p)
+    for check in checks(m, 9):
+        assert not check.off, check
+
+
+def test_off_replay_warns_at_the_top(store: Store, tmp_path: Path) -> None:
+    config = CustomConfig.from_preset("quick", profile=profile([queue(10, 5)], []).model_dump(
+        mode="json"), seconds=5, warmup=1)  # fmt: skip
+    run_id = store.create_run("custom", config.params(), server_version="PostgreSQL 18",
+                              settings={})  # fmt: skip
+    metrics = {"tps": 10.0, "rate_seconds": 6, "sampled_table": "jobs"}
+    for rate, replayed, captured in (("inserts", 5.0, 5.0), ("updates", 2.0, 5.0),
+                                     ("hot_updates", 0, 0), ("deletes", 5.0, 5.0),
+                                     ("dead_tuples", 1, 0)):  # fmt: skip
+        metrics[rate_metric("replayed", rate, "jobs")] = replayed
+        metrics[rate_metric("captured", rate, "jobs")] = captured
+    params = {"step": 1, "name": "as is", "scope": "server", "settings": {}}
+    store.record_point(run_id, params, 0, metrics, started_at=datetime.now(UTC),
+                       ended_at=datetime.now(UTC))  # fmt: skip
+    html = render(store, run_id, tmp_path / "report").read_text()
+    notice = html.index("off by more than 10 %")
+    assert notice < html.index('id="run"')
+    assert "jobs updates −60.0 %" in html or "jobs updates -60.0 %" in html
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--profile", "{missing}"], "cannot read"),
+        (["--profile", "{bad}"], "not a vacuumlab profile"),
+        (["--schema", "{empty}", "--script", "{script}"], "is empty"),
+        (["--schema", "{script}", "--script", "{badscript}"], "unknown pgbench meta-command"),
+        (["--schema", "{script}"], "--schema needs at least one --script"),
+        (["--schema", "{script}", "--script", "{script}", "--steps", "{bad}"], "not valid TOML"),
+    ],
+)
+def test_bad_inputs_start_nothing(tmp_path: Path, args: list[str], message: str) -> None:
+    files = {"missing": tmp_path / "none.json", "bad": tmp_path / "bad.json",
+             "empty": tmp_path / "empty.sql", "script": tmp_path / "ok.sql",
+             "badscript": tmp_path / "bad.sql"}  # fmt: skip
+    files["bad"].write_text("{ not json = [")
+    files["empty"].write_text("  \n")
+    files["script"].write_text("SELECT 1;\n")
+    files["badscript"].write_text("\\sett x 1\nSELECT :x;\n")
+    data_dir = tmp_path / "sb"
+    result = run_cli("run", "custom", *[a.format(**files) for a in args], "--data-dir",
+                     str(data_dir), "--store", str(tmp_path / "r.sqlite"))  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+    assert not data_dir.exists()
+
+
+@pytest.mark.slow
+def test_captured_pgbench_accounts_replays_faithfully(
+    sandbox: Sandbox, embedded_database: str, store: Store, tmp_path: Path
+) -> None:
+    """pgbench TPC-B's accounts captured while pgbench runs, then replayed at scale 1."""
+    bin_dir = sandbox.bin.exe("pgbench").parent
+    subprocess.run([str(bin_dir / "pgbench"), "-i", "-s", "1", "-q", embedded_database],
+                   check=True, capture_output=True)  # fmt: skip
+    execute(embedded_database, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    load = subprocess.Popen([str(bin_dir / "pgbench"), "-R", "150", "-c", "4", "-T", "13",
+                             embedded_database], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        time.sleep(1)
+        out = tmp_path / "accounts.json"
+        result = run_cli("capture", embedded_database, "--table", "public.pgbench_accounts",
+                         "--for", "10s", "-o", str(out))  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    finally:
+        load.wait(timeout=60)
+    captured = load_profile(out)
+    m = replay(sandbox, store, captured, seconds=8)
+    found = {c.what: c for c in checks(m, 11)}
+    assert found["updates"].captured > 30  # the capture saw the load
+    for what in ("inserts", "updates", "deletes", "HOT share"):
+        assert not found[what].off, found[what]
