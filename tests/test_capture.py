@@ -16,7 +16,8 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from conftest import execute, run_cli
+from helpers.cli import run_cli
+from helpers.db import execute
 from vacuumlab.collect.capture import capture, open_session
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.profile import Note, Profile, load_profile

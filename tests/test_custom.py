@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import execute, run_cli
+from helpers.cli import run_cli
+from helpers.db import execute
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import Step

@@ -116,3 +116,25 @@ def test_the_layout_draws_the_order_the_contract_states():
     )
     rooms = text.split("src/vacuumlab/", 1)[1]
     assert [t for t in tops if f"  {t}" not in rooms] == []
+
+
+def test_tests_share_helpers_only_through_the_helpers_package() -> None:
+    """A test file imports what others share from ``tests/helpers/``, never from conftest
+    (pytest loads it as a plugin, and a second import makes a second copy) nor from another
+    test file (whose tests would then be collected twice under another name)."""
+    tests = ROOT / "tests"
+    wrong = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            for name in names:
+                first = name.split(".")[0]
+                if first == "conftest" or first.startswith("test_") or first.endswith("_fixtures"):
+                    wrong.append(f"{path.relative_to(ROOT)}: {name}")
+    assert not wrong, wrong

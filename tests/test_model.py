@@ -391,8 +391,7 @@ def test_dead_rate_just_after_a_vacuum_counts_what_pruning_cannot_take_back() ->
     (heap_page_prune_and_freeze() subtracts ndeleted - nnewlpdead)."""
     from datetime import UTC, datetime, timedelta
 
-    from advise_fixtures import relation
-
+    from helpers.advise import relation
     from vacuumlab.model import rates
 
     taken = datetime(2025, 1, 1, tzinfo=UTC)

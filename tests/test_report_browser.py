@@ -93,8 +93,7 @@ def test_charts_are_visible(report: Path, tmp_path: Path) -> None:
 def test_the_simulation_page_opens_clean_with_its_timeline(tmp_path: Path) -> None:
     """`vacuumlab simulate --format html` as a reader opens it: its worker timeline drawn,
     a table named like markup shown as text."""
-    from advise_fixtures import changed, relation, snapshot
-
+    from helpers.advise import changed, relation, snapshot
     from vacuumlab.model.forecast import forecast
     from vacuumlab.records.snapshot import Table
     from vacuumlab.report.simulation import render_html
