@@ -227,6 +227,9 @@ def write_png(fig: Figure, path: Path) -> None:
 def draw(fig: Figure, chart_id: str, png: Path) -> Markup:
     """The figure as inline SVG, its PNG written beside the page."""
     svg = Markup(charts.svg_markup(fig, chart_id))
+    # The layout found for the SVG holds for the PNG: laying the figure out again (the
+    # constrained layout measures every label) took as long as drawing it.
+    fig.set_layout_engine("none")
     write_png(fig, png)
     return svg
 
