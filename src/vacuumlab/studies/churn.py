@@ -35,6 +35,7 @@ from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
 from vacuumlab.records.churn_spec import STUDY
+from vacuumlab.records.params import Config
 from vacuumlab.stats import analysis
 from vacuumlab.studies.base import (
     SCHEMA,
@@ -150,6 +151,12 @@ class ChurnRun(StudyRun[ChurnConfig, ChurnPoint]):
         if self.config.repeat > 1:
             label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
         return label
+
+    @classmethod
+    def side_by_side(cls, config: Config) -> str | None:
+        if isinstance(config, ChurnConfig) and config.continuous:
+            return "churn's --continuous steps share one table: they run one after another"
+        return None
 
     def seconds(self, planned: Planned[ChurnPoint]) -> int:
         return self.config.seconds
