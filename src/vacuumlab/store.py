@@ -16,7 +16,7 @@ import math
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -113,6 +113,8 @@ class Run:
     ended_at: datetime | None
     status: RunStatus
     note: str | None
+    #: How its points were run, once per start or resume (read by ``Store.run``).
+    executions: tuple[Execution, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,7 +443,7 @@ class Store:
         row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._no_run(run_id)
-        return _run_from_row(row)
+        return replace(_run_from_row(row), executions=tuple(self.executions(run_id)))
 
     def runs(self, study: str | None = None) -> list[Run]:
         """All runs, or those of one study, newest first (ids grow with creation)."""

@@ -18,7 +18,7 @@ from vacuumlab import __version__
 from vacuumlab.cli.advise import advise_command, snapshot
 from vacuumlab.cli.exporter import exporter_command
 from vacuumlab.cli.options import WordsCommand, err, out
-from vacuumlab.cli.report import report, runs
+from vacuumlab.cli.report import compare, report, runs
 from vacuumlab.cli.run import run_app
 from vacuumlab.cli.sandbox import demo, sandbox_app
 from vacuumlab.cli.simulate import simulate_command
@@ -44,6 +44,7 @@ app.command("demo")(demo)
 app.add_typer(run_app, name="run")
 app.command("report", cls=WordsCommand)(report)
 app.command("runs")(runs)
+app.command("compare", cls=WordsCommand)(compare)
 
 
 @app.command("version")
