@@ -82,7 +82,7 @@ def compare(
         list[str],
         typer.Argument(
             help="Two runs or more: N (in --store) or FILE:N (in another store).",
-            metavar="RUN RUN [RUN...]",
+            metavar="RUN",
             show_default=False,
         ),
     ],
@@ -95,8 +95,8 @@ def compare(
         Path | None,
         typer.Option(
             "--output",
-            help="Where to write [default: html beside the store, runs/compare-A-B.html; "
-            "md and json on stdout].",
+            help="Where to write (html: runs/compare-A-B.html) "
+            "[default: html beside the store; md and json on stdout].",
             show_default=False,
             metavar="FILE",
         ),
