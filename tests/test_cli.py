@@ -52,7 +52,16 @@ GROUPS = {("sandbox",), ("run",)}
 def test_command_tree_is_complete() -> None:
     expected = (
         {"sandbox", "snapshot", "demo", "version", "run", "run churn", "run cost-driver"}
-        | {"report", "runs", "advise", "simulate", "run toast", "run fillfactor", "run scheduling"}
+        | {
+            "report",
+            "runs",
+            "compare",
+            "advise",
+            "simulate",
+            "run toast",
+            "run fillfactor",
+            "run scheduling",
+        }
         | {"exporter", "watch"}
         | {
             f"sandbox {c}"

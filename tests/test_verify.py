@@ -329,19 +329,20 @@ def test_verify_a_churning_queue(embedded_database: str, sandbox: Sandbox, tmp_p
 def test_ctrl_c_restores_everything(
     embedded_database: str, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    """Ctrl-C while the changes are in place (a named server, with consent): exit 130, and
-    every table and server setting reads as before."""
+    """Ctrl-C while the changes are in place (a named server, with consent), as the
+    verification waits for the first autovacuum under them: exit 130, and every table and
+    server setting reads as before."""
     script = _queue(embedded_database, tmp_path)
     options, settings = _read(embedded_database, OPTIONS), _read(sandbox.dsn, SERVER_SETTINGS)
     command = [sys.executable, "-m", "vacuumlab", "advise", embedded_database, "--interval",
-               "30s", "--verify", "--verify-for", "60s", "--allow-alter-system"]  # fmt: skip
-    with pgbench_load(sandbox, embedded_database, 100, script=script):
+               "10s", "--verify", "--verify-for", "10s", "--allow-alter-system"]  # fmt: skip
+    with pgbench_load(sandbox, embedded_database, 60, script=script):
         proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         seen = []
         for line in proc.stderr:
             seen.append(line)
-            if line.startswith("· measuring for"):  # applied, settled, measuring: cut it short
+            if line.startswith("· waiting (up to"):  # every change is in place: cut it short
                 proc.send_signal(signal.SIGINT)
                 break
         _, rest = proc.communicate(timeout=60)

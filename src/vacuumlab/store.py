@@ -16,7 +16,7 @@ import math
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -37,6 +37,15 @@ Sample = tuple[float, float | None]
 _NO_SERIES: Mapping[str, Sequence[Sample]] = MappingProxyType({})
 
 _TABLES = ("meta", "runs", "points", "series")
+
+# How a run's points were run, once per start or resume. Stores made before it lack the table:
+# the first execution recorded creates it, and reading one without it finds none.
+_EXECUTIONS = """CREATE TABLE IF NOT EXISTS executions (
+        run_id     INTEGER NOT NULL REFERENCES runs (id),
+        executor   TEXT NOT NULL,
+        nodes      TEXT NOT NULL,
+        started_at TEXT NOT NULL
+    )"""
 
 _SCHEMA = (
     """CREATE TABLE meta (
@@ -76,6 +85,7 @@ _SCHEMA = (
         value    REAL
     )""",
     "CREATE INDEX series_point_metric_t ON series (point_id, metric, t)",
+    _EXECUTIONS,
     # Append-only is enforced in the file itself, so ad-hoc tools cannot break it by accident.
     """CREATE TRIGGER points_append_only BEFORE UPDATE ON points
     BEGIN SELECT RAISE(ABORT, 'points are append-only'); END""",
@@ -103,6 +113,23 @@ class Run:
     ended_at: datetime | None
     status: RunStatus
     note: str | None
+    #: How its points were run, once per start or resume (read by ``Store.run``).
+    executions: tuple[Execution, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One start (or resume) of a run: which executor ran its points, and how many points
+    each node ran at once (``{"host": 1}`` for the local loop)."""
+
+    executor: str
+    nodes: dict[str, int]
+    started_at: datetime
+
+    @property
+    def side_by_side(self) -> bool:
+        """Whether points ran concurrently on one node, sharing its CPU and disk."""
+        return any(slots > 1 for slots in self.nodes.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,11 +414,36 @@ class Store:
             if cur.rowcount == 0:
                 raise self._no_run(run_id)
 
+    def record_execution(self, run_id: int, executor: str, nodes: Mapping[str, int]) -> None:
+        """Record that ``executor`` starts running points of the run, ``nodes`` mapping each
+        node to the points it runs at once."""
+        values = (run_id, executor, json.dumps(dict(nodes), sort_keys=True))
+        with self._transaction() as conn:
+            self._require_run(run_id)
+            conn.execute(_EXECUTIONS)
+            conn.execute(
+                "INSERT INTO executions (run_id, executor, nodes, started_at) VALUES (?, ?, ?, ?)",
+                (*values, _to_text(datetime.now(UTC))),
+            )
+
+    def executions(self, run_id: int) -> list[Execution]:
+        """How the run's points were run, oldest first; [] for a run recorded before."""
+        self._require_run(run_id)
+        if "executions" not in self._tables():
+            return []
+        rows = self._conn.execute(
+            "SELECT * FROM executions WHERE run_id = ? ORDER BY rowid", (run_id,)
+        )
+        return [
+            Execution(row["executor"], _loads_object(row["nodes"]), _from_text(row["started_at"]))
+            for row in rows
+        ]
+
     def run(self, run_id: int) -> Run:
         row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._no_run(run_id)
-        return _run_from_row(row)
+        return replace(_run_from_row(row), executions=tuple(self.executions(run_id)))
 
     def runs(self, study: str | None = None) -> list[Run]:
         """All runs, or those of one study, newest first (ids grow with creation)."""

@@ -19,7 +19,7 @@ from vacuumlab.cli.advise import advise_command, snapshot
 from vacuumlab.cli.capture import capture_command
 from vacuumlab.cli.exporter import exporter_command
 from vacuumlab.cli.options import WordsCommand, err, out
-from vacuumlab.cli.report import report, runs
+from vacuumlab.cli.report import compare, report, runs
 from vacuumlab.cli.run import run_app
 from vacuumlab.cli.run_custom import run_custom as run_custom  # registers `run custom`
 from vacuumlab.cli.sandbox import demo, sandbox_app
@@ -47,6 +47,7 @@ app.command("demo")(demo)
 app.add_typer(run_app, name="run")
 app.command("report", cls=WordsCommand)(report)
 app.command("runs")(runs)
+app.command("compare", cls=WordsCommand)(compare)
 
 
 @app.command("version")

@@ -69,6 +69,14 @@ class RunDisplay:
         if self._points is not None:
             self.bars.advance(self._points)
 
+    def running(self, per_node: Mapping[str, int]) -> None:
+        """Points side by side on a cluster: how many run on each node, in the bar's text."""
+        bars = self._shown(timed=False)
+        if self._points is None:
+            self._points = bars.add_task("points", total=self._total)
+        text = ", ".join(f"{n} on {node}" for node, n in sorted(per_node.items()))
+        bars.update(self._points, description=f"running {text}" if text else "waiting")
+
     def message(self, text: str) -> None:
         # A matrix's per-point set-up steps would flood the screen; the bar says where we are.
         if self._points is None:

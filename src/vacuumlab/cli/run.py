@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -75,6 +76,11 @@ _CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
 _DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
 _ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
 _RESUME_HELP = "Finish an interrupted run: measure what it lacks."
+_EXECUTOR_HELP = (
+    "local (one point after another), ray (points side by side on a local Ray, one sandbox "
+    "per point) or ray:ADDRESS (a running Ray cluster; docs/cluster.md)."
+)
+ExecutorOpt = Annotated[str, typer.Option("--executor", help=_EXECUTOR_HELP, metavar="EXECUTOR")]
 DsnOpt = Annotated[str | None, typer.Option("--dsn", help=_DSN_HELP, metavar="DSN")]
 AllowAlterOpt = Annotated[bool, typer.Option("--allow-alter-system", help=_ALTER_HELP)]
 ResumeOpt = Annotated[int | None, typer.Option("--resume", help=_RESUME_HELP, metavar="RUN")]
@@ -87,6 +93,7 @@ _SHARED = tuple(
         ("dsn", DsnOpt, None),
         ("allow_alter_system", AllowAlterOpt, False),
         ("resume", ResumeOpt, None),
+        ("executor", ExecutorOpt, "local"),
         ("store_path", StoreOpt, None),
         ("output", ReportDirOpt, None),
         ("data_dir", DataDir, None),
@@ -128,7 +135,7 @@ def study_command(
                 common["data_dir"], common["pg_bin"],
             )  # fmt: skip
             overrides = own(**options, **{name: common[name] for name in also})
-            run_study(study, chosen, overrides, where, *_places(common))
+            run_study(study, chosen, overrides, where, *_places(common), common["executor"])
 
         params = [preset, *mine, *shared]
         command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -409,21 +416,40 @@ def run_study(
     resume: int | None,
     store_path: Path | None,
     output: Path | None,
+    executor: str = "local",
 ) -> None:
     """What every run command does: the lab runs the study with a progress display, then
     the report is rendered from the store."""
     from vacuumlab.lab.registry import study_run
 
     display = RunDisplay(err)
-    with Store.open(store_path or default_store()) as store:
+    with Store.open(store_path or default_store()) as store, _executor(executor) as runner:
         with study_run(
             study, store=store, where=where, preset=preset, overrides=overrides,
-            resume=resume, progress=display,
+            resume=resume, progress=display, executor=runner,
         ) as run:  # fmt: skip
-            err.print(f"{study} on the {run.target.label}: {run.describe()}")
+            where_to = run.target.label if runner is None else f"{runner.name} executor"
+            err.print(f"{study} on the {where_to}: {run.describe()}")
             run_id = _execute(run, display)
         _print_summary(study, store, run_id)
         out.print(f"report: {render_report(store, run_id, output)}")
+
+
+@contextmanager
+def _executor(spec: str) -> Iterator[Any]:
+    """None for the local loop, else a Ray executor (Ray is loaded only then); a local Ray
+    started here is shut down afterwards."""
+    if spec == "local":
+        yield None
+        return
+    from vacuumlab.lab.cluster import RayExecutor, parse
+
+    address = parse(spec)
+    runner = RayExecutor(address)
+    try:
+        yield runner
+    finally:
+        runner.close()
 
 
 def _execute(run: Any, display: RunDisplay) -> int:

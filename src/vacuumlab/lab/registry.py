@@ -14,7 +14,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.targets import Where, open_target, resumable_params
 from vacuumlab.records.params import Config
 from vacuumlab.store import Store
-from vacuumlab.studies.base import Progress, StudyRun
+from vacuumlab.studies.base import Executor, Progress, StudyRun
 from vacuumlab.studies.churn import ChurnRun
 from vacuumlab.studies.cost_driver import CostDriverRun
 from vacuumlab.studies.custom import CustomRun
@@ -51,14 +51,26 @@ def study_run(
     overrides: Mapping[str, Any] | None = None,
     resume: int | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> Iterator[AnyRun]:
     """A run ready to ``execute()``: a fresh config, or a stored run to finish (``resume``),
     checked before any server is started; on its target, which is stopped afterwards when it
-    is a sandbox started here."""
+    is a sandbox started here. With an ``executor`` (a cluster) the points run elsewhere, each
+    on a server of its own; the target then only answers for the run (version, settings)."""
     run_type = study(name)
+    if executor is not None and where.dsn is not None:
+        raise VacuumlabError(
+            f"--executor {executor.name} gives each point a sandbox of its own; with --dsn "
+            "one named server would host points side by side: leave one of them out"
+        )
     if resume is not None:
         config = run_type.config_type.from_params(resumable_params(store, resume, name, where.dsn))
     else:
         config = config_for(name, preset, overrides or {}, where)
+    why = run_type.side_by_side(config) if executor is not None else None
+    if executor is not None and why is not None:
+        raise VacuumlabError(f"--executor {executor.name} cannot run this: {why}")
     with open_target(where) as target:
-        yield run_type(config, target, store, progress, run_id=resume)
+        run = run_type(config, target, store, progress, run_id=resume)
+        run.executor = executor
+        yield run

@@ -159,14 +159,44 @@ def header(
         run_id=run.id,
         publication=publication,
         status=run.status,
-        notices=notices,
+        notices=notices + concurrency_notice(run),
         note=run.note,
         overview=overview_rows,
-        machine=machine_rows(run.machine),
+        machine=machine_rows(run.machine) + executor_rows(run),
         params=params,
         server_settings=settings_rows(run),
         about=about,
     )
+
+
+def executor_text(run: Run) -> str:
+    """How the run's points were run: ``local``, or ``ray: 2 at once on 10.0.0.5 a1b2c3``,
+    each start and resume in turn."""
+    parts = []
+    for e in run.executions:
+        if e.executor == "local":
+            parts.append("local, one point after another")
+            continue
+        nodes = ", ".join(f"{n} at once on {node}" for node, n in sorted(e.nodes.items()))
+        parts.append(f"{e.executor}: {nodes}")
+    return "; then ".join(dict.fromkeys(parts)) if parts else DASH
+
+
+def executor_rows(run: Run) -> Rows:
+    return [("executor", executor_text(run))] if run.executions else []
+
+
+def concurrency_notice(run: Run) -> list[str]:
+    """Points measured side by side on one node shared its CPU and disk: their timings are
+    not those of points measured alone."""
+    most = max((n for e in run.executions for n in e.nodes.values()), default=1)
+    if most <= 1:
+        return []
+    return [
+        f"Points of this run ran side by side, up to {most} at once on one node "
+        f"({executor_text(run)}): they shared its CPU and disk, so their durations are not "
+        "those of points measured one at a time."
+    ]
 
 
 def of(recorded: int, planned: int) -> str:

@@ -25,6 +25,9 @@ SIGNIFICANT = "significant at 5 %"
 WITHIN_NOISE = "within noise"
 NEEDS_REPEATS = "not testable (needs --repeat ≥ 2)"
 NO_SPREAD = "not testable (no variation within either group)"
+NEEDS_PAIRS = "not testable (needs two points measured in both)"
+IDENTICAL = "identical at every point"
+SAME_SHIFT = "the same difference at every point"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +118,36 @@ def p_text(p: float | None) -> str:
     if p is None:
         return "—"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def paired(
+    a: Sequence[float | None], b: Sequence[float | None], alpha: float = ALPHA
+) -> Comparison:
+    """The paired two-sided t-test of ``a`` against ``b``, matched by position (the same
+    point measured twice): does ``a`` differ from ``b`` more than the points scatter? A pair
+    with a missing value is left out. Where every value is positive the test is on the
+    logarithms, so a change by the same factor at every point (a vacuum 20 % slower, whether
+    it takes 1 s or 16 s) counts as one consistent change rather than as scatter."""
+    pairs = [
+        (float(x), float(y))
+        for x, y in zip(a, b, strict=True)
+        if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)
+    ]
+    xs, ys = [x for x, _ in pairs], [y for _, y in pairs]
+    base = (len(xs), len(ys), _mean(xs), _mean(ys))
+    if len(pairs) < 2:
+        return Comparison(*base, None, None, None, "not testable", NEEDS_PAIRS)
+    if all(x > 0 and y > 0 for x, y in pairs):
+        xs, ys = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    diffs = [x - y for x, y in zip(xs, ys, strict=True)]
+    if _no_spread(diffs) or max(abs(d) for d in diffs) == 0:
+        if max(abs(d) for d in diffs) <= 1e-12 * (max(abs(v) for v in xs + ys) or 1.0):
+            return Comparison(*base, None, None, None, "within noise", IDENTICAL)
+        return Comparison(*base, None, None, None, "significant", SAME_SHIFT)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        result = stats.ttest_rel(xs, ys)
+    t, p, df = float(result.statistic), float(result.pvalue), float(len(pairs) - 1)
+    if p < alpha:
+        return Comparison(*base, t, df, p, "significant", SIGNIFICANT)
+    return Comparison(*base, t, df, p, "within noise", WITHIN_NOISE)

@@ -10,6 +10,7 @@ reverse."""
 from __future__ import annotations
 
 import contextlib
+import socket
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ class Progress(Protocol):
     def message(self, text: str) -> None:
         """A step of set-up worth saying (loading, restarting)."""
 
+    def running(self, per_node: Mapping[str, int]) -> None:
+        """Points run side by side (an executor over a cluster): how many run on each node."""
+
 
 class Silent:
     """A watcher that says nothing."""
@@ -66,6 +70,9 @@ class Silent:
         pass
 
     def message(self, text: str) -> None:
+        pass
+
+    def running(self, per_node: Mapping[str, int]) -> None:
         pass
 
 
@@ -105,6 +112,22 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+class Executor(Protocol):
+    """What runs a study's points other than the one local loop (a cluster): it measures each
+    point somewhere and hands every finished one back to :meth:`StudyRun.record`, in the
+    order they finish; only the process that runs the loop writes the store."""
+
+    @property
+    def name(self) -> str:
+        """What the run records as its executor (``ray``, ``ray:ADDRESS``)."""
+
+    def nodes(self) -> dict[str, int]:
+        """The points each node runs at once."""
+
+    def measure(self, run: StudyRun[Any, Any], todo: list[Planned[Any]]) -> None:
+        """Measure every point of ``todo`` and record each through ``run.record``."""
+
+
 class StudyRun(ABC, Generic[ConfigT, PointT]):
     """One run of a study on one target, recording into one store.
 
@@ -118,6 +141,8 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
     config_type: ClassVar[type[Config]]
     #: Tables the study creates in schema ``vacuumlab``; dropped at the end on a named server.
     tables: ClassVar[tuple[str, ...]] = ()
+    #: Who measures the points: None for the one local loop, else an executor (a cluster).
+    executor: Executor | None = None
 
     def __init__(
         self,
@@ -157,6 +182,12 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
     @abstractmethod
     def measure_point(self, planned: Planned[PointT]) -> Measured: ...
 
+    @classmethod
+    def side_by_side(cls, config: Config) -> str | None:
+        """Why a run with ``config`` cannot measure its points side by side on servers of
+        their own, or None when each point stands alone (set-up, load, measurement)."""
+        return None
+
     @property
     def artifacts(self) -> Path:
         """Where raw files of this run (pgbench logs) are kept, beside the store."""
@@ -173,7 +204,12 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
         todo = [p for p in self.plan() if (point_key(p.params), p.repetition) not in done]
         status: Literal["done", "failed", "interrupted"] = "failed"
         try:
-            self.measure(todo)
+            if self.executor is None:
+                self.store.record_execution(self.run_id, "local", {socket.gethostname(): 1})
+                self.measure(todo)
+            else:
+                self.store.record_execution(self.run_id, self.executor.name, self.executor.nodes())
+                self.executor.measure(self, todo)
             status = "done"
         except BaseException as exc:
             status = "failed" if isinstance(exc, Exception) else "interrupted"
@@ -196,12 +232,18 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
             self.progress.point_started(label, self.seconds(planned))
             started = now()
             measured = self.measure_point(planned)
-            self.store.record_point(
-                self.run_id, planned.params, planned.repetition, measured.metrics,
-                started_at=measured.started_at or started, ended_at=now(),
-                series=measured.series,
-            )  # fmt: skip
-            self.progress.point_finished(label, measured.metrics)
+            self.record(planned, measured, started, now())
+
+    def record(
+        self, planned: Planned[PointT], measured: Measured, started: datetime, ended: datetime
+    ) -> None:
+        """Commit one measured point with its series (one transaction) and report it."""
+        assert self.run_id is not None
+        self.store.record_point(
+            self.run_id, planned.params, planned.repetition, measured.metrics,
+            started_at=measured.started_at or started, ended_at=ended, series=measured.series,
+        )  # fmt: skip
+        self.progress.point_finished(self.label(planned), measured.metrics)
 
     def _create_run(self) -> int:
         with connect(self.target.dsn) as session:

@@ -21,6 +21,7 @@ from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
 from vacuumlab.records.churn import ChurnConfig, ChurnPoint, Step
 from vacuumlab.records.churn_spec import STUDY
+from vacuumlab.records.params import Config
 from vacuumlab.studies.base import SCHEMA, Measured, Planned, StudyRun, work_session
 from vacuumlab.studies.shared import checkpoint_if_allowed
 from vacuumlab.studies.steps import check_steps, load_steps, set_on_tables
@@ -82,6 +83,12 @@ class ChurnRun(StudyRun[ChurnConfig, ChurnPoint]):
         if self.config.repeat > 1:
             label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
         return label
+
+    @classmethod
+    def side_by_side(cls, config: Config) -> str | None:
+        if isinstance(config, ChurnConfig) and config.continuous:
+            return "churn's --continuous steps share one table: they run one after another"
+        return None
 
     def seconds(self, planned: Planned[ChurnPoint]) -> int:
         return self.config.seconds
