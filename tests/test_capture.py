@@ -213,6 +213,21 @@ def test_partitioned_table_sums_its_partitions(embedded_database: str) -> None:
     assert "'2025-01-01'" not in profile.literals  # bounds of partitions are not followed
 
 
+def test_a_table_never_counted_by_vacuum_or_analyze_has_its_live_rows(
+    embedded_database: str,
+) -> None:
+    """reltuples is -1 until a vacuum or analyze: the profile takes the statistics' live
+    tuples, so that the replay loads the rows production has (it loaded none before)."""
+    execute(
+        embedded_database,
+        "CREATE TABLE fresh (id int) WITH (autovacuum_enabled = off)",
+        "INSERT INTO fresh SELECT generate_series(1, 700)",
+        "SELECT pg_stat_force_next_flush()",
+    )
+    shape = capture(embedded_database, ["fresh"], 0.1).table("public.fresh").shape
+    assert shape.rows == 700
+
+
 def test_plain_statements_become_structure_with_their_rates(queue: str) -> None:
     driven = Queue(queue, jobs=150)
     profile = capture(queue, [QUEUE], 2.0, wait=then_idle(driven))

@@ -94,13 +94,13 @@ def accounts(rows: int, update_rate: float, hot_share: float) -> CapturedTable:
 
 
 def queue(rows: int, rate: float) -> CapturedTable:
-    """A job queue: inserts, an update of the indexed status, deletes."""
+    """A job queue: inserts, an update of the indexed status (three values), deletes."""
     shape = Shape(
         schema_name="app", name="jobs", rows=rows, pages=rows // 100, heap_bytes=0,
         columns=[Column(name="id", type="bigint", not_null=True, storage="plain", identity="d",
                         stats=ColumnStats(null_frac=0, avg_width=8, n_distinct=-1,
                                           correlation=1.0)),
-                 _column("status", "text", 1000, 0.2, 6), _column("attempts", "integer", 5, 0.0),
+                 _column("status", "text", 3, 0.2, 6), _column("attempts", "integer", 5, 0.0),
                  _column("payload", "text", -1, 0.0, 120, not_null=False)],
         indexes=[Index(name="jobs_pkey", definition="CREATE UNIQUE INDEX jobs_pkey ON app.jobs "
                        "USING btree (id)", columns=["id"], unique=True, primary=True),

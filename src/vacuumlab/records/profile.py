@@ -100,7 +100,10 @@ class Shape(Record):
     #: ``pg_get_partkeydef()`` for a partitioned table; its partitions are not followed.
     partitioning: str | None = None
     partitions: int = 0
-    rows: float = Field(description="pg_class.reltuples (-1: never vacuumed or analyzed)")
+    rows: float = Field(
+        description="pg_class.reltuples; where no vacuum or analyze has counted the rows "
+        "yet, the live tuples the statistics count"
+    )
     pages: int
     heap_bytes: int
     toast_bytes: int = 0

@@ -17,7 +17,7 @@ covers them, and with it whether the update can be HOT, is as in production.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.custom_spec import RATES, Rate
@@ -354,14 +354,36 @@ def _script(table: _Table, kind: str, rows: int, sets: list[str], skip_locked: b
     key = ident(table.key) if table.key else "ctid"
     if kind == "update":
         specs = [table.specs[c] for c in sets] or [table.specs[table.writable()[0].name]]
-        keys = ", ".join(f"{s.replay_key()} AS k{n}" for n, s in enumerate(specs))
-        assign = ", ".join(f"{ident(s.column.name)} = {s.value(f's.k{n}')}"
+        specs = [_changing(s) if s.column.name in table.indexed else s for s in specs]
+        keys = ", ".join(f"k{n}, (k{n} + 1) % {s.distinct} AS j{n}" for n, s in enumerate(specs))
+        drawn = ", ".join(f"{s.replay_key()} AS k{n}" for n, s in enumerate(specs))
+        assign = ", ".join(_assign(s, n, s.column.name in table.indexed)
                            for n, s in enumerate(specs))  # fmt: skip
-        return (f"{head}UPDATE {t} AS u SET {assign} FROM (SELECT {keys} OFFSET 0) AS s "
-                f"WHERE u.{key} IN ({pick});\n")  # fmt: skip
+        return (f"{head}UPDATE {t} AS u SET {assign} FROM (SELECT {keys} FROM (SELECT {drawn} "
+                f"OFFSET 0) AS d) AS s WHERE u.{key} IN ({pick});\n")  # fmt: skip
     if kind == "delete":
         return f"{head}DELETE FROM {t} AS d WHERE d.{key} IN ({pick});\n"
     return f"{head}{pick};\n"
+
+
+def _changing(spec: Spec) -> Spec:
+    """An indexed column an UPDATE sets takes at least two values: a statement that sets it
+    in production changes it (the captured HOT share says so), and one value could not."""
+    return spec if spec.unique or spec.distinct >= 2 else replace(spec, distinct=2)
+
+
+def _assign(spec: Spec, n: int, indexed: bool) -> str:
+    """``column = value`` for key ``s.k{n}``. An indexed column gets a value other than its
+    old one (the next key's where the drawn one equals it): an UPDATE that leaves every
+    indexed column as it was may be HOT, and the replay would then show HOT updates that
+    production did not have."""
+    column = ident(spec.column.name)
+    value = spec.value(f"s.k{n}")
+    if not indexed or spec.unique:
+        return f"{column} = {value}"
+    other = spec.value(f"s.j{n}")
+    same = f"u.{column} IS NOT DISTINCT FROM {value}"
+    return f"{column} = CASE WHEN {same} THEN {other} ELSE {value} END"
 
 
 def _pick(table: _Table, rows: int, *, lock: bool, skip: bool) -> str:

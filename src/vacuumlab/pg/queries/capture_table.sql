@@ -1,8 +1,8 @@
 -- A captured table's storage, options and size (13+). A partitioned table's rows, pages and
 -- bytes are its leaf partitions' sums (pg_partition_tree(), which has no row for a table
--- outside a partition tree: such a table is its own only leaf), its rows -1 until a leaf has
--- been vacuumed or analyzed. toast_bytes holds
--- the TOAST relations' heaps and indexes.
+-- outside a partition tree: such a table is its own only leaf). A leaf no vacuum or analyze
+-- has counted yet (reltuples -1) counts with the live tuples of its statistics. toast_bytes
+-- holds the TOAST relations' heaps and indexes.
 SELECT coalesce(c.reloptions, '{}') AS reloptions,
        coalesce(t.reloptions, '{}') AS toast_reloptions,
        CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END AS partitioning,
@@ -12,9 +12,8 @@ SELECT coalesce(c.reloptions, '{}') AS reloptions,
   LEFT JOIN pg_class t ON t.oid = c.reltoastrelid
  CROSS JOIN LATERAL (
      SELECT count(*) FILTER (WHERE l.oid <> c.oid) AS partitions,
-            CASE WHEN c.relkind <> 'p' THEN c.reltuples::float8
-                 ELSE coalesce(sum(l.reltuples) FILTER (WHERE l.reltuples >= 0), -1)::float8
-            END AS rows,
+            coalesce(sum(CASE WHEN l.reltuples >= 0 THEN l.reltuples::float8
+                              ELSE pg_stat_get_live_tuples(l.oid)::float8 END), 0) AS rows,
             coalesce(sum(l.relpages), 0)::bigint AS pages,
             coalesce(sum(pg_relation_size(l.oid)), 0)::bigint AS heap_bytes,
             coalesce(sum(pg_total_relation_size(l.reltoastrelid))
