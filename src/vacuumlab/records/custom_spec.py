@@ -16,11 +16,6 @@ from typing import Final, Literal
 from vacuumlab.records.churn_spec import METRICS as CHURN_METRICS
 
 STUDY = "custom"
-ABOUT = (
-    "No published work: it replays a user's own table and workload (a captured profile, or a "
-    "schema and pgbench scripts) under settings steps, and checks the replay's rates against "
-    "the captured ones."
-)
 #: Per-step metrics shared with the churn study, for the table the sampler follows.
 METRICS = CHURN_METRICS
 #: The table the sampler followed (metric ``sampled_table``, a string).
