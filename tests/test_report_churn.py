@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -26,14 +28,40 @@ def render(store: Store, run_id: int, out: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """A run of the module's store, rendered once: its id, HTML and output directory."""
+
+    run_id: int
+    html: str
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    with Store.open(tmp_path_factory.mktemp("churn-report") / "r.sqlite") as store:
+        yield store
+
+
+@pytest.fixture(scope="module")
+def shared(shared_store: Store, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rendered]:
+    """The finished runs that several tests only read, each rendered once: three steps
+    ("3"), and three steps whose strings carry markup ("3 xss")."""
+    runs = {"3": make_churn_run(shared_store, steps=3),
+            "3 xss": make_churn_run(shared_store, steps=3, with_xss=True)}  # fmt: skip
+    base = tmp_path_factory.mktemp("churn-out")
+    return {key: Rendered(run_id, render(shared_store, run_id, base / str(run_id)),
+                          base / str(run_id)) for key, run_id in runs.items()}  # fmt: skip
+
+
 def section(html: str, anchor: str) -> str:
     """The HTML of one <section id=anchor>."""
     start = html.index(f'id="{anchor}"')
     return html[start : html.index("</section>", start)]
 
 
-def test_one_chart_per_step_and_one_comparison(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_churn_run(store, steps=3), tmp_path / "out")
+def test_one_chart_per_step_and_one_comparison(shared: dict[str, Rendered]) -> None:
+    html = shared["3"].html
     assert html.count("<svg") == 4
     assert re.findall(r'<svg id="(chart-[\w-]+)"', html) == [
         "chart-comparison",
@@ -82,9 +110,8 @@ def step_point(number: int) -> dict[str, object]:
     return {"step": number} | {k: planned[k] for k in ("name", "scope", "settings")}
 
 
-def test_pngs_exist_are_valid_and_not_blank(store: Store, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    render(store, make_churn_run(store, steps=3), out)
+def test_pngs_exist_are_valid_and_not_blank(shared: dict[str, Rendered]) -> None:
+    out = shared["3"].out
     names = sorted(p.name for p in out.glob("*.png"))
     assert names == ["comparison.png", "step-1.png", "step-2.png", "step-3.png"]
     for name in names:
@@ -96,8 +123,8 @@ def test_pngs_exist_are_valid_and_not_blank(store: Store, tmp_path: Path) -> Non
         assert float(np.var(pixels)) > 0, name
 
 
-def test_strings_from_the_store_are_escaped(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_churn_run(store, steps=2, with_xss=True), tmp_path / "out")
+def test_strings_from_the_store_are_escaped(shared: dict[str, Rendered]) -> None:
+    html = shared["3 xss"].html
     assert "<script" not in html
     assert "alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -110,8 +137,9 @@ def test_strings_from_the_store_are_escaped(store: Store, tmp_path: Path) -> Non
     assert XSS not in html
 
 
-def test_html_is_self_contained_without_javascript(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_churn_run(store, steps=2), tmp_path / "out")
+@pytest.mark.parametrize("run", ["3", "3 xss"])
+def test_html_is_self_contained_without_javascript(shared: dict[str, Rendered], run: str) -> None:
+    html = shared[run].html
     lowered = html.lower()
     assert "<script" not in lowered
     assert not re.search(r"\son[a-z]+\s*=", lowered)  # no event handler attributes
@@ -143,8 +171,8 @@ def test_unfinished_run_renders_with_a_notice(
     assert '<tr><th scope="row">steps recorded</th><td>2 of 6</td></tr>' in html
 
 
-def test_finished_run_has_no_notice(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_churn_run(store, steps=2), tmp_path / "out")
+def test_finished_run_has_no_notice(shared: dict[str, Rendered]) -> None:
+    html = shared["3"].html
     assert "incomplete-notice" not in html
     assert '<span class="status" id="run-status">done</span>' in html
 
@@ -168,8 +196,8 @@ def test_missing_repetitions_are_reported(store: Store, tmp_path: Path) -> None:
     assert "Missing repetitions (step 1: 1 of 2)." in notice
 
 
-def test_settings_of_each_step_with_changes_marked(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_churn_run(store, steps=2), tmp_path / "out")
+def test_settings_of_each_step_with_changes_marked(shared: dict[str, Rendered]) -> None:
+    html = shared["3"].html
     step1, step2 = section(html, "step-1"), section(html, "step-2")
     assert '<td class="code">autovacuum_naptime</td><td class="code">1min</td>' in step1
     assert 'class="changed"' not in step1
@@ -192,13 +220,15 @@ def test_missing_metrics_and_series_render(store: Store, tmp_path: Path) -> None
     assert (out / "step-1.png").read_bytes().startswith(PNG_MAGIC)
 
 
-def test_rendering_is_deterministic(store: Store, tmp_path: Path) -> None:
-    run_id = make_churn_run(store, steps=3, with_xss=True)
-    first = render(store, run_id, tmp_path / "a")
-    second = render(store, run_id, tmp_path / "b")
-    assert first == second
+def test_rendering_is_deterministic(
+    shared: dict[str, Rendered], shared_store: Store, tmp_path: Path
+) -> None:
+    """The same run rendered twice: once for the module, once here."""
+    first = shared["3 xss"]
+    second = render(shared_store, first.run_id, tmp_path / "b")
+    assert first.html == second
     for name in ("step-1.png", "comparison.png"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+        assert (first.out / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
 def test_needs_no_server(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

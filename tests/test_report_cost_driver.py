@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -48,6 +50,38 @@ def render(store: Store, run_id: int, out: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """A run of the module's store, rendered once: its id, HTML and output directory."""
+
+    run_id: int
+    html: str
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    with Store.open(tmp_path_factory.mktemp("cost-driver-store") / "r.sqlite") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def shared(shared_store: Store, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rendered]:
+    """The finished runs that several tests only read, each rendered once: the default run
+    (autovacuum only), one with manual VACUUMs, and one with manual VACUUMs whose strings
+    carry markup."""
+    runs = {
+        "default": make_cost_driver_run(shared_store),
+        "manual": make_cost_driver_run(shared_store, manual=True),
+        "manual xss": make_cost_driver_run(shared_store, manual=True, with_xss=True),
+    }
+    base = tmp_path_factory.mktemp("cost-driver-out")
+    return {
+        key: Rendered(run_id, render(shared_store, run_id, base / str(run_id)), base / str(run_id))
+        for key, run_id in runs.items()
+    }
+
+
 def element(html: str, marker: str, end: str) -> str:
     """The HTML from `marker` to the first `end` after it."""
     start = html.index(marker)
@@ -80,8 +114,8 @@ def medians(distribution: str, dead: int, indexes: int, repeat: int = 3) -> floa
     )
 
 
-def test_every_chart_once_with_caption_and_png(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_cost_driver_run(store), tmp_path / "out")
+def test_every_chart_once_with_caption_and_png(shared: dict[str, Rendered]) -> None:
+    html = shared["default"].html
     assert html.count("<svg") == 5
     assert re.findall(r'<svg id="(chart-[\w-]+)"', html) == CHART_IDS
     for chart_id in CHART_IDS:
@@ -95,9 +129,8 @@ def test_every_chart_once_with_caption_and_png(store: Store, tmp_path: Path) -> 
     assert "How this was measured" in html
 
 
-def test_pngs_exist_are_valid_and_not_blank(store: Store, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    render(store, make_cost_driver_run(store), out)
+def test_pngs_exist_are_valid_and_not_blank(shared: dict[str, Rendered]) -> None:
+    out = shared["default"].out
     assert sorted(p.name for p in out.glob("*.png")) == PNGS
     for name in PNGS:
         assert (out / name).read_bytes().startswith(PNG_MAGIC), name
@@ -108,8 +141,8 @@ def test_pngs_exist_are_valid_and_not_blank(store: Store, tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("manual", [False, True])
-def test_seed_table_beside_the_published_one(store: Store, tmp_path: Path, manual: bool) -> None:
-    html = render(store, make_cost_driver_run(store, manual=manual), tmp_path / "out")
+def test_seed_table_beside_the_published_one(shared: dict[str, Rendered], manual: bool) -> None:
+    html = shared["manual" if manual else "default"].html
     seed = table(html, "seed-table")
     published = {
         "10 %": ("5.0", "43.6", "8.7×"),
@@ -129,9 +162,9 @@ def test_seed_table_beside_the_published_one(store: Store, tmp_path: Path, manua
     assert "compare the ratios" in section(html, "seed")
 
 
-def test_slope_table_shows_the_fitted_seconds_per_index(store: Store, tmp_path: Path) -> None:
-    indexes = (0, 1, 3)
-    html = render(store, make_cost_driver_run(store, indexes=indexes), tmp_path / "out")
+def test_slope_table_shows_the_fitted_seconds_per_index(shared: dict[str, Rendered]) -> None:
+    indexes = (0, 1, 3)  # the default run's
+    html = shared["default"].html
     slopes = table(html, "slope-table")
     for distribution in ("compact", "spread"):
         for dead in (10, 50):
@@ -176,8 +209,9 @@ def test_strings_from_the_store_are_escaped(store: Store, tmp_path: Path) -> Non
     assert html.count("<svg") == 5
 
 
-def test_html_is_self_contained_without_javascript(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_cost_driver_run(store, manual=True), tmp_path / "out")
+@pytest.mark.parametrize("run", ["manual", "manual xss"])
+def test_html_is_self_contained_without_javascript(shared: dict[str, Rendered], run: str) -> None:
+    html = shared[run].html
     lowered = html.lower()
     assert "<script" not in lowered
     assert not re.search(r"\son[a-z]+\s*=", lowered)
@@ -230,15 +264,15 @@ def test_points_that_do_not_fit_are_left_out_with_a_notice(store: Store, tmp_pat
     assert '<th scope="row">manual VACUUM runs recorded</th><td>1</td>' in html
 
 
-def test_finished_run_has_no_notice(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_cost_driver_run(store), tmp_path / "out")
+def test_finished_run_has_no_notice(shared: dict[str, Rendered]) -> None:
+    html = shared["default"].html
     assert "incomplete-notice" not in html
     assert '<span class="status" id="run-status">done</span>' in html
     assert "<td>36 of 36</td>" in html
 
 
-def test_cost_settings_and_duration_source_are_shown(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_cost_driver_run(store), tmp_path / "out")
+def test_cost_settings_and_duration_source_are_shown(shared: dict[str, Rendered]) -> None:
+    html = shared["default"].html
     cost = table(html, "cost-settings")
     assert '<td class="code">autovacuum_vacuum_cost_delay</td><td class="code">2ms</td>' in cost
     assert '<td class="code">vacuum_cost_page_dirty</td><td class="code">20</td>' in cost
@@ -250,8 +284,8 @@ def test_cost_settings_and_duration_source_are_shown(store: Store, tmp_path: Pat
     assert "duration_log_s" not in source
 
 
-def test_with_manual_points(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_cost_driver_run(store, manual=True), tmp_path / "out")
+def test_with_manual_points(shared: dict[str, Rendered]) -> None:
+    html = shared["manual"].html
     manual = table(html, "manual-table")
     assert manual.count("<tr><td>") == 12
     unthrottled = float(np.median([manual_duration("spread", 50, 3, r) for r in range(3)]))
@@ -269,8 +303,8 @@ def test_with_manual_points(store: Store, tmp_path: Path) -> None:
     assert "For 36 of 36 runs the median duration of the manual" in caption
 
 
-def test_without_manual_points(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_cost_driver_run(store, manual=False), tmp_path / "out")
+def test_without_manual_points(shared: dict[str, Rendered]) -> None:
+    html = shared["default"].html
     assert 'id="manual"' not in html
     assert 'id="manual-table"' not in html
     caption = element(html, 'id="chart-predicted-caption"', "</figcaption>")
@@ -310,17 +344,21 @@ def test_points_without_any_metric_render(store: Store, tmp_path: Path) -> None:
     assert html.count("not recorded") == 10  # every cost setting
 
 
-def test_rendering_is_deterministic(store: Store, tmp_path: Path) -> None:
-    run_id = make_cost_driver_run(store, manual=True, with_xss=True)
-    first = render(store, run_id, tmp_path / "a")
-    second = render(store, run_id, tmp_path / "b")
-    assert first == second
+def test_rendering_is_deterministic(
+    shared: dict[str, Rendered], shared_store: Store, tmp_path: Path
+) -> None:
+    """The same run rendered twice: once for the module, once here."""
+    first = shared["manual xss"]
+    second = render(shared_store, first.run_id, tmp_path / "b")
+    assert first.html == second
     for png in PNGS:
-        assert (tmp_path / "a" / png).read_bytes() == (tmp_path / "b" / png).read_bytes()
+        assert (first.out / png).read_bytes() == (tmp_path / "b" / png).read_bytes()
 
 
-def test_shares_its_css_with_the_churn_report(store: Store, tmp_path: Path) -> None:
-    cost = render(store, make_cost_driver_run(store), tmp_path / "cost")
+def test_shares_its_css_with_the_churn_report(
+    shared: dict[str, Rendered], store: Store, tmp_path: Path
+) -> None:
+    cost = shared["default"].html
     churn_path = render_churn_report(store, make_churn_run(store, steps=1), tmp_path / "churn")
     churn = churn_path.read_text(encoding="utf-8")
     style = element(cost, "<style>", "</style>")

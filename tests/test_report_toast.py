@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -38,13 +39,29 @@ SECTIONS = ("run", "sizes", "timings", "work", "freeze", "autovacuum", "parallel
 
 
 @pytest.fixture(scope="module")
-def default(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """The store of the runs that several tests only read."""
+    with Store.open(tmp_path_factory.mktemp("toast-store") / "r.sqlite") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def default(shared_store: Store, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """The default synthetic run (every table and arm, once), rendered once for the tests
     that only read it; returns the HTML and the output directory."""
-    base = tmp_path_factory.mktemp("toast-report")
-    with Store.open(base / "r.sqlite") as s:
-        out = base / "out"
-        return render(s, make_toast_run(s), out), out
+    out = tmp_path_factory.mktemp("toast-report") / "out"
+    return render(shared_store, make_toast_run(shared_store), out), out
+
+
+@pytest.fixture(scope="module")
+def repeated_xss(
+    shared_store: Store, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, str, Path]:
+    """Two repetitions whose strings carry markup, rendered once: the run's id, the HTML and
+    the output directory."""
+    out = tmp_path_factory.mktemp("toast-xss") / "out"
+    run_id = make_toast_run(shared_store, repeat=2, with_xss=True)
+    return run_id, render(shared_store, run_id, out), out
 
 
 def render(store: Store, run_id: int, out: Path) -> str:
@@ -209,8 +226,8 @@ def test_strings_from_the_store_are_escaped(store: Store, tmp_path: Path) -> Non
     assert html.count("<svg") == 4
 
 
-def test_html_is_self_contained_without_javascript(store: Store, tmp_path: Path) -> None:
-    html = render(store, make_toast_run(store, repeat=2), tmp_path / "out")
+def test_html_is_self_contained_without_javascript(repeated_xss: tuple[int, str, Path]) -> None:
+    html = repeated_xss[1]
     lowered = html.lower()
     assert "<script" not in lowered
     assert not re.search(r"\son[a-z]+\s*=", lowered)
@@ -223,13 +240,15 @@ def test_html_is_self_contained_without_javascript(store: Store, tmp_path: Path)
         assert ref in ids
 
 
-def test_rendering_is_deterministic(store: Store, tmp_path: Path) -> None:
-    run_id = make_toast_run(store, repeat=2, with_xss=True)
-    first = render(store, run_id, tmp_path / "a")
-    second = render(store, run_id, tmp_path / "b")
+def test_rendering_is_deterministic(
+    repeated_xss: tuple[int, str, Path], shared_store: Store, tmp_path: Path
+) -> None:
+    """The same run rendered twice: once for the module, once here."""
+    run_id, first, directory = repeated_xss
+    second = render(shared_store, run_id, tmp_path / "b")
     assert first == second
     for png in PNGS:
-        assert (tmp_path / "a" / png).read_bytes() == (tmp_path / "b" / png).read_bytes()
+        assert (directory / png).read_bytes() == (tmp_path / "b" / png).read_bytes()
 
 
 @pytest.mark.parametrize("status", ["interrupted", "failed", "running"])
