@@ -19,6 +19,7 @@ from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records import (
     churn_spec,
     cost_driver_spec,
+    custom_spec,
     fillfactor_spec,
     scheduling_spec,
     toast_spec,
@@ -33,7 +34,14 @@ from vacuumlab.records.toast import ToastConfig
 
 PUBLICATIONS: dict[str, Publication | None] = {
     spec.STUDY: spec.PUBLICATION
-    for spec in (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec)
+    for spec in (
+        churn_spec,
+        cost_driver_spec,
+        fillfactor_spec,
+        toast_spec,
+        scheduling_spec,
+        custom_spec,
+    )
 }
 
 
@@ -61,6 +69,8 @@ def test_command_tree_is_complete() -> None:
             "run toast",
             "run fillfactor",
             "run scheduling",
+            "run custom",
+            "capture",
         }
         | {"exporter", "watch"}
         | {

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from helpers.advice_record import full_advice
 from helpers.cost_driver import make_cost_driver_run
+from helpers.custom import make_custom_run
 from helpers.fillfactor import make_fillfactor_run
 from helpers.report import make_churn_run
 from helpers.scheduling import make_scheduling_run
@@ -25,6 +26,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.records import (
     churn_spec,
     cost_driver_spec,
+    custom_spec,
     fillfactor_spec,
     scheduling_spec,
     toast_spec,
@@ -35,13 +37,14 @@ from vacuumlab.report.advice_md import render_markdown
 from vacuumlab.report.churn_text import summary_table
 from vacuumlab.store import Store
 
-SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec)
+SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec, custom_spec)
 MAKERS: dict[str, Callable[[Store], int]] = {
     churn_spec.STUDY: lambda s: make_churn_run(s, steps=2),
     cost_driver_spec.STUDY: lambda s: make_cost_driver_run(s, repeat=1, manual=True),
     fillfactor_spec.STUDY: lambda s: make_fillfactor_run(s, repeat=2),
     toast_spec.STUDY: lambda s: make_toast_run(s),
     scheduling_spec.STUDY: lambda s: make_scheduling_run(s),
+    custom_spec.STUDY: lambda s: make_custom_run(s, recorded=2),
 }
 
 
@@ -76,6 +79,7 @@ EMPTY: dict[str, Callable[[Store], int]] = {
     cost_driver_spec.STUDY: lambda s: make_cost_driver_run(s, recorded=0, status="interrupted"),
     fillfactor_spec.STUDY: lambda s: make_fillfactor_run(s, recorded=0, status="interrupted"),
     toast_spec.STUDY: lambda s: make_toast_run(s, recorded=0, status="interrupted"),
+    custom_spec.STUDY: lambda s: make_custom_run(s, recorded=0, status="interrupted"),
 }
 
 

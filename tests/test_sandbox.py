@@ -90,6 +90,29 @@ def test_lifecycle_restart_setting_and_persistence(sandbox_root: Path) -> None:
     assert not directory.exists()
 
 
+def test_a_new_sandbox_is_a_copy_of_one_initdb_kept_in_the_home(
+    sandbox_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first sandbox of a home runs initdb once, into the home's cache; the next ones are
+    copies of it, each a server of its own that leaves the cache as initdb made it."""
+    monkeypatch.setenv("VACUUMLAB_HOME", str(sandbox_root / "cached-home"))
+    [first_dir, second_dir] = [sandbox_root / "copy-1", sandbox_root / "copy-2"]
+    with Sandbox.start(first_dir) as first:
+        [cache] = (sandbox_root / "cached-home" / "cache").iterdir()
+        made = {p.relative_to(cache) for p in cache.rglob("*")}
+        execute(first.dsn, "CREATE TABLE only_in_the_first (id int)")
+        with Sandbox.start(second_dir) as second:
+            assert second.port != first.port
+            with psycopg.connect(second.dsn) as conn:
+                found = conn.execute("SELECT to_regclass('only_in_the_first')").fetchone()
+            assert found == (None,)
+            assert (second.pgdata.stat().st_mode & 0o777) == 0o700
+            assert second.pgdata.stat().st_uid == first.pgdata.stat().st_uid
+    assert [p.name for p in cache.parent.iterdir()] == [cache.name]  # no half-made copy left
+    assert {p.relative_to(cache) for p in cache.rglob("*")} == made  # untouched
+    assert not (cache / "postmaster.pid").exists()
+
+
 @pytest.mark.parametrize(
     ("request_", "message"),
     [

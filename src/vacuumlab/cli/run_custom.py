@@ -11,6 +11,7 @@ import typer
 
 from vacuumlab.cli.run import ResumeOpt, study_command
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records import custom_spec
 from vacuumlab.records.custom import CustomConfig, Script
 
 #: pgbench's meta-commands (pgbench.c), to refuse a script with a mistyped one before it runs.
@@ -70,10 +71,11 @@ _STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings), as run chur
 @study_command(
     CustomConfig,
     (
-        None,
+        custom_spec.PUBLICATION,
         "Your own table and workload under settings steps: a profile from `vacuumlab "
         "capture` replayed with synthetic rows at the captured rates (the report checks the "
-        "replayed rates against the captured ones), or your schema and pgbench scripts.",
+        "replayed rates against the captured ones), or your schema and pgbench scripts: no "
+        "published work is reproduced.",
         "vacuumlab run custom --profile profile.json --scale 0.1 --steps steps.toml",
     ),
     "quick (the only one; clients and threads suit the machine).",

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from vacuumlab.records.churn_spec import METRICS as CHURN_METRICS
+from vacuumlab.records.publication import Publication
 
 STUDY = "custom"
+#: The user's own workload: no published work.
+PUBLICATION: Publication | None = None
 #: Per-step metrics shared with the churn study, for the table the sampler follows.
 METRICS = CHURN_METRICS
 #: The table the sampler followed (metric ``sampled_table``, a string).

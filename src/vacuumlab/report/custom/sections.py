@@ -160,7 +160,8 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
         header=header(
             run, None, notices, overview(run, counts),
             param_rows(run.params, PARAM_LABELS, text, hidden=_HIDDEN),
-            about="Your own table and workload, replayed on the lab's server under settings steps.",
+            about="Your own table and workload, replayed on the lab's server under settings "
+            "steps: no published work is reproduced.",
         ),
         steps=views,
         captured=config is not None and config.profile is not None,
