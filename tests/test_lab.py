@@ -17,6 +17,7 @@ from vacuumlab.lab.registry import STUDIES, study_run
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
+from vacuumlab.records.custom import Script
 from vacuumlab.records.params import Config, Params
 from vacuumlab.store import Store
 from vacuumlab.studies.base import Measured, Planned, StudyRun
@@ -131,12 +132,21 @@ def test_from_preset_overrides_and_checks() -> None:
         TinyConfig.from_preset("quick", points=-1)
 
 
+#: What a study cannot run without, beside its preset: the custom study's workload.
+REQUIRED: dict[str, dict[str, Any]] = {
+    "custom": {
+        "schema": "CREATE TABLE t (id int)",
+        "scripts": (Script(name="a.sql", text="INSERT INTO t VALUES (1);\n", weight=2),),
+    }
+}
+
+
 @pytest.mark.parametrize("name", sorted(STUDIES))
 def test_every_study_has_presets_that_round_trip(name: str) -> None:
     run_type = STUDIES[name]
     assert run_type.study == name
     for preset in run_type.config_type.presets():
-        config = run_type.config_type.from_preset(preset)
+        config = run_type.config_type.from_preset(preset, **REQUIRED.get(name, {}))
         assert type(config).from_params(config.params()) == config
 
 

@@ -452,7 +452,7 @@ def test_foreign_snapshots_are_refused(raw: object, message: str) -> None:
 #: Values for the parameters a query file takes: pg_class has an oid every server knows.
 PARAMS = {"relid": 1259, "name": "pgstattuple", "relation": "pg_class", "names": ["autovacuum"],
           "since": None, "pid": 0, "schema": "pg_catalog", "prefix": "SELECT",
-          "relids": [1259], "oids": [1259], "tables": ["pg_class"], "measure": True,
+          "relids": [1259], "oids": [1259], "oid": 1259, "tables": ["pg_class"], "measure": True,
           "parts": 1, "part": 0}  # fmt: skip
 
 

@@ -60,10 +60,12 @@ def _profile(path: Path, scale: float | None) -> dict[str, Any]:
 
 _PROFILE_HELP = "A workload profile from `vacuumlab capture` to replay."
 _SCHEMA_HELP = "SQL that creates your tables (run with schema vacuumlab first on the path)."
-_SCRIPT_HELP = "A pgbench script, with an optional weight as pgbench's -f (repeat the option)."
+_SCRIPT_HELP = (
+    "A pgbench script file, FILE or FILE@WEIGHT (a weight as pgbench's -f takes); repeat "
+    "the option for more."
+)
 _CLIENTS_HELP = "pgbench clients [default: 4 per core]."
 _JOBS_HELP = "pgbench threads [default: 1 per core]."
-_CLIENTS_HELP = "pgbench clients [default: 4 per core]."
 _JOBS_HELP = "pgbench threads [default: 1 per core]."
 _STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings), as run churn takes."
 
@@ -92,7 +94,7 @@ def run_custom(
         Path | None, typer.Option("--schema", help=_SCHEMA_HELP, metavar="FILE")
     ] = None,
     script: Annotated[
-        list[str] | None, typer.Option("--script", help=_SCRIPT_HELP, metavar="FILE[@WEIGHT]")
+        list[str] | None, typer.Option("--script", help=_SCRIPT_HELP, metavar="SCRIPT")
     ] = None,
     rate: Annotated[
         float | None,
