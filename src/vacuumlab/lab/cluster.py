@@ -15,6 +15,7 @@ and every other command never load it. It never calls home: ``RAY_USAGE_STATS_EN
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import time
@@ -88,7 +89,11 @@ class RayExecutor:
         """Join the cluster (or start a local Ray), unless this process already has."""
         if self.ray.is_initialized():
             return
-        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        # Ray's own log lines (its start, its token) would break into the progress bar;
+        # what goes wrong reaches the user as an error.
+        options: dict[str, Any] = {
+            "include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR,
+        }  # fmt: skip
         if self.address is None:
             options["resources"] = {RESOURCE: local_slots()}
             options["num_cpus"] = os.cpu_count() or 1
