@@ -6,17 +6,21 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from helpers.cli import run_cli
 from helpers.db import execute
+from vacuumlab.errors import Interrupted
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import Step
-from vacuumlab.records.custom import CustomConfig
+from vacuumlab.records.custom import CustomConfig, Script
 from vacuumlab.records.custom_spec import checks, rate_metric
 from vacuumlab.records.profile import (
     CapturedTable,
@@ -32,6 +36,7 @@ from vacuumlab.records.profile import (
 )
 from vacuumlab.report.custom import render
 from vacuumlab.store import Store
+from vacuumlab.studies.base import Silent
 from vacuumlab.studies.custom import CustomRun
 
 DOCS = Path(__file__).parent.parent / "docs" / "studies" / "custom.md"
@@ -270,3 +275,38 @@ def test_captured_tables_replay_faithfully(
     for table in ("pgbench_accounts", "jobs"):
         for what in ("inserts", "updates", "deletes", "HOT share"):
             assert not found[table, what].off, found[table, what]
+
+
+class StopAfterFirst(Silent):
+    def point_finished(self, label: str, metrics: Mapping[str, Any]) -> None:
+        raise Interrupted("SIGINT")
+
+
+def test_on_a_named_server_an_interrupted_run_resumes_with_what_it_lacks(
+    embedded_database: str, tmp_path: Path
+) -> None:
+    """Two steps of the docs' queue on a server the user names: interrupted after the first,
+    resumed from the store, it measures only the second; the study stays in schema vacuumlab
+    and leaves the server as it found it."""
+    schema, script = docs_files(tmp_path)
+    steps = (Step("lazy", {"autovacuum_vacuum_scale_factor": "0.2"}, "table"),
+             Step("eager", {"autovacuum_vacuum_scale_factor": "0.01"}, "table"))  # fmt: skip
+    config = CustomConfig.from_preset(
+        "quick", schema=schema.read_text(), scripts=(Script("queue.sql", script.read_text()),),
+        steps=steps, seconds=3, warmup=1, target="server",
+    )  # fmt: skip
+    target = Target.of_dsn(embedded_database, allow_alter_system=False, pg_bin=None)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        with pytest.raises(Interrupted):
+            CustomRun(config, target, store, StopAfterFirst()).execute()
+        assert store.run(1).status == "interrupted"
+        [first] = store.points(1)
+        resumed = CustomConfig.from_params(store.run(1).params)
+        CustomRun(resumed, target, store, run_id=1).execute()
+        assert store.run(1).status == "done"
+        points = store.points(1)
+    assert [p.params["name"] for p in points] == ["lazy", "eager"]
+    assert points[0].id == first.id  # kept, not measured again
+    with psycopg.connect(embedded_database) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'vacuumlab'")
+        assert left.fetchone() == (0,)
