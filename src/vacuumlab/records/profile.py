@@ -16,10 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
-from vacuumlab.errors import VacuumlabError
-from vacuumlab.records.snapshot import Record, read_json
+from vacuumlab.records.snapshot import Record, parse_versioned, read_json
 
 #: Bumped whenever a field is removed or changes meaning; adding an optional field is not.
 PROFILE_VERSION = 1
@@ -225,17 +224,4 @@ class Profile(Record):
 def load_profile(path: Path) -> Profile:
     """A saved profile, with a one-line error for anything that is not one."""
     raw = read_json(path, "a vacuumlab profile")
-    if not isinstance(raw, dict) or raw.get("kind") != KIND:
-        raise VacuumlabError(f"{path} is not a vacuumlab profile (no kind {KIND!r})")
-    version = raw.get("schema_version")
-    if not isinstance(version, int) or version > PROFILE_VERSION:
-        raise VacuumlabError(
-            f"{path} has profile schema {version!r}; this vacuumlab reads up to "
-            f"{PROFILE_VERSION}: upgrade vacuumlab"
-        )
-    try:
-        return Profile.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise VacuumlabError(f"{path} is a damaged profile: {where}: {first['msg']}") from None
+    return parse_versioned(raw, str(path), Profile, (KIND, PROFILE_VERSION), "profile")

@@ -454,17 +454,24 @@ def load_snapshot(path: Path) -> Snapshot:
 
 
 def parse_snapshot(raw: object, origin: str) -> Snapshot:
-    if not isinstance(raw, dict) or raw.get("kind") != KIND:
-        raise VacuumlabError(f"{origin} is not a vacuumlab snapshot (no kind {KIND!r})")
+    return parse_versioned(raw, origin, Snapshot, (KIND, SCHEMA_VERSION), "snapshot")
+
+
+def parse_versioned(raw: object, origin: str, cls: type[R], kind: tuple[str, int], what: str) -> R:
+    """``raw`` as a record of ``cls``, whose kind and newest schema are ``kind``; one-line
+    errors for another kind, a newer schema, or a damaged record. ``what`` names it."""
+    name, newest = kind
+    if not isinstance(raw, dict) or raw.get("kind") != name:
+        raise VacuumlabError(f"{origin} is not a vacuumlab {what} (no kind {name!r})")
     version = raw.get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or version > newest:
         raise VacuumlabError(
-            f"{origin} has snapshot schema {version!r}; this vacuumlab reads up to "
-            f"{SCHEMA_VERSION}: upgrade vacuumlab"
+            f"{origin} has {what} schema {version!r}; this vacuumlab reads up to "
+            f"{newest}: upgrade vacuumlab"
         )
     try:
-        return Snapshot.model_validate(raw)
+        return cls.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise VacuumlabError(f"{origin} is a damaged snapshot: {where}: {first['msg']}") from None
+        raise VacuumlabError(f"{origin} is a damaged {what}: {where}: {first['msg']}") from None

@@ -24,7 +24,7 @@ from vacuumlab.records.churn_spec import STUDY
 from vacuumlab.records.params import Config
 from vacuumlab.studies.base import SCHEMA, Measured, Planned, StudyRun, work_session
 from vacuumlab.studies.shared import checkpoint_if_allowed
-from vacuumlab.studies.steps import check_steps, load_steps, set_on_tables
+from vacuumlab.studies.steps import check_steps, load_steps, plan_steps, set_on_tables, step_label
 from vacuumlab.studies.workload import run_load, summarize_step
 
 __all__ = ["SCRIPT", "TABLE", "ChurnRun", "load_steps"]
@@ -71,18 +71,10 @@ class ChurnRun(StudyRun[ChurnConfig, ChurnPoint]):
         )
 
     def plan(self) -> list[Planned[ChurnPoint]]:
-        return [
-            Planned(ChurnPoint(n, step), rep)
-            for rep in range(self.config.repeat)
-            for n, step in enumerate(self.config.steps, start=1)
-        ]
+        return plan_steps(self.config.steps, self.config.repeat)
 
     def label(self, planned: Planned[ChurnPoint]) -> str:
-        point = planned.point
-        label = f"step {point.number}/{len(self.config.steps)}: {point.step.name}"
-        if self.config.repeat > 1:
-            label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
-        return label
+        return step_label(planned, len(self.config.steps), self.config.repeat)
 
     @classmethod
     def side_by_side(cls, config: Config) -> str | None:

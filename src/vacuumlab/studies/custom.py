@@ -43,7 +43,7 @@ from vacuumlab.studies.base import SCHEMA, Measured, Planned, StudyRun, work_ses
 from vacuumlab.studies.custom_columns import KEY_SEQUENCE
 from vacuumlab.studies.custom_replay import ReplayPlan, plan
 from vacuumlab.studies.shared import checkpoint_if_allowed
-from vacuumlab.studies.steps import check_steps, set_on_tables
+from vacuumlab.studies.steps import check_steps, plan_steps, set_on_tables, step_label
 from vacuumlab.studies.workload import run_load, summarize_step
 
 
@@ -143,18 +143,10 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
         )
 
     def plan(self) -> list[Planned[ChurnPoint]]:
-        return [
-            Planned(ChurnPoint(n, step), rep)
-            for rep in range(self.config.repeat)
-            for n, step in enumerate(self.config.steps, start=1)
-        ]
+        return plan_steps(self.config.steps, self.config.repeat)
 
     def label(self, planned: Planned[ChurnPoint]) -> str:
-        point = planned.point
-        label = f"step {point.number}/{len(self.config.steps)}: {point.step.name}"
-        if self.config.repeat > 1:
-            label += f" (repetition {planned.repetition + 1}/{self.config.repeat})"
-        return label
+        return step_label(planned, len(self.config.steps), self.config.repeat)
 
     def seconds(self, planned: Planned[ChurnPoint]) -> int:
         return self.config.warmup + self.config.seconds

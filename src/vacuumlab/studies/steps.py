@@ -16,8 +16,8 @@ from vacuumlab.model.knobs import KNOBS
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
-from vacuumlab.records.churn import Step
-from vacuumlab.studies.base import SCHEMA, work_session
+from vacuumlab.records.churn import ChurnPoint, Step
+from vacuumlab.studies.base import SCHEMA, Planned, work_session
 
 #: Settings a step may set on a table itself (reloptions); the rest are server-wide only.
 TABLE_SETTINGS = frozenset(name for name, k in KNOBS.items() if "table" in k.scopes)
@@ -121,3 +121,21 @@ def set_on_tables(dsn: str, step: Step, tables: Iterable[str]) -> None:
             session.execute(
                 sql.SQL("ALTER TABLE {} SET ({})").format(sql.Identifier(SCHEMA, table), options)
             )
+
+
+def plan_steps(steps: tuple[Step, ...], repeat: int) -> list[Planned[ChurnPoint]]:
+    """Every step once per repetition, the repetitions one after another."""
+    return [
+        Planned(ChurnPoint(n, step), rep)
+        for rep in range(repeat)
+        for n, step in enumerate(steps, start=1)
+    ]
+
+
+def step_label(planned: Planned[ChurnPoint], steps: int, repeat: int) -> str:
+    """``step 2/6: name``, with the repetition when there are several."""
+    point = planned.point
+    label = f"step {point.number}/{steps}: {point.step.name}"
+    if repeat > 1:
+        label += f" (repetition {planned.repetition + 1}/{repeat})"
+    return label
