@@ -72,6 +72,12 @@ _WARMUP_HELP = "Seconds at the start of each step left out of the summary."
 _CLIENTS_HELP = "pgbench clients [default: 4 per core]."
 _JOBS_HELP = "pgbench threads [default: 1 per core]."
 _STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings) instead of the post's six."
+#: Options the stepped studies (churn, custom) share with the same words.
+ClientsOpt = Annotated[
+    int | None, typer.Option(help=_CLIENTS_HELP, show_default=False, metavar="N")
+]
+JobsOpt = Annotated[int | None, typer.Option(help=_JOBS_HELP, show_default=False, metavar="N")]
+StepRepeatOpt = Annotated[int | None, typer.Option(help="Repetitions of each step.", metavar="N")]
 _CONTINUOUS_HELP = "Run the steps back to back on one table, as the post did."
 _DSN_HELP = "Run on this server (its database, schema vacuumlab only), not the sandbox."
 _ALTER_HELP = "With --dsn: allow server-wide settings (restored afterwards)."
@@ -217,15 +223,9 @@ def run_churn(
     backlog: Annotated[
         int | None, typer.Option(help="Rows queued when a step starts.", metavar="ROWS")
     ] = None,
-    clients: Annotated[
-        int | None, typer.Option(help=_CLIENTS_HELP, show_default=False, metavar="N")
-    ] = None,
-    jobs: Annotated[
-        int | None, typer.Option(help=_JOBS_HELP, show_default=False, metavar="N")
-    ] = None,
-    repeat: Annotated[
-        int | None, typer.Option(help="Repetitions of each step.", metavar="N")
-    ] = None,
+    clients: ClientsOpt = None,
+    jobs: JobsOpt = None,
+    repeat: StepRepeatOpt = None,
     steps: Annotated[Path | None, typer.Option("--steps", help=_STEPS_HELP, metavar="FILE")] = None,
     continuous: Annotated[bool, typer.Option("--continuous", help=_CONTINUOUS_HELP)] = False,
     resume: ResumeOpt = None,
@@ -394,9 +394,7 @@ def run_scheduling(
             help="pgbench clients [default: 2 per core].", show_default=False, metavar="N"
         ),
     ] = None,
-    jobs: Annotated[
-        int | None, typer.Option(help=_JOBS_HELP, show_default=False, metavar="N")
-    ] = None,
+    jobs: JobsOpt = None,
     repeat: Annotated[
         int | None, typer.Option(help="Repetitions of each arm.", metavar="N")
     ] = None,

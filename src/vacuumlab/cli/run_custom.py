@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vacuumlab.cli.run import ResumeOpt, study_command
+from vacuumlab.cli.run import ClientsOpt, JobsOpt, ResumeOpt, StepRepeatOpt, study_command
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records import custom_spec
 from vacuumlab.records.custom import CustomConfig, Script
@@ -64,9 +64,6 @@ _SCRIPT_HELP = (
     "A pgbench script file, FILE or FILE@WEIGHT (a weight as pgbench's -f takes); repeat "
     "the option for more."
 )
-_CLIENTS_HELP = "pgbench clients [default: 4 per core]."
-_JOBS_HELP = "pgbench threads [default: 1 per core]."
-_JOBS_HELP = "pgbench threads [default: 1 per core]."
 _STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings), as run churn takes."
 
 
@@ -113,15 +110,9 @@ def run_custom(
         int | None,
         typer.Option(help="Seconds of load before each step's measured ones.", metavar="SECONDS"),
     ] = None,
-    clients: Annotated[
-        int | None, typer.Option(help=_CLIENTS_HELP, show_default=False, metavar="N")
-    ] = None,
-    jobs: Annotated[
-        int | None, typer.Option(help=_JOBS_HELP, show_default=False, metavar="N")
-    ] = None,
-    repeat: Annotated[
-        int | None, typer.Option(help="Repetitions of each step.", metavar="N")
-    ] = None,
+    clients: ClientsOpt = None,
+    jobs: JobsOpt = None,
+    repeat: StepRepeatOpt = None,
     resume: ResumeOpt = None,
 ) -> dict[str, Any]:
     from vacuumlab.studies.steps import load_steps
