@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -15,7 +14,7 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from helpers.report import T0, XSS, make_churn_run, step_params, synthetic_step
+from helpers.report import T0, XSS, Rendered, make_churn_run, step_params, synthetic_step
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.store import Store
 
@@ -26,15 +25,6 @@ def render(store: Store, run_id: int, out: Path) -> str:
     path = render_churn_report(store, run_id, out)
     assert path == out / "report.html"
     return path.read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A run of the module's store, rendered once: its id, HTML and output directory."""
-
-    run_id: int
-    html: str
-    out: Path
 
 
 @pytest.fixture(scope="module")

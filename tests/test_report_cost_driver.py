@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
@@ -27,7 +26,7 @@ from helpers.cost_driver import (
     manual_duration,
     synthetic_metrics,
 )
-from helpers.report import T0, XSS, make_churn_run
+from helpers.report import T0, XSS, Rendered, make_churn_run
 from vacuumlab.records.cost_driver_spec import point_params
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.report.cost_driver import render_cost_driver_report
@@ -48,15 +47,6 @@ def render(store: Store, run_id: int, out: Path) -> str:
     path = render_cost_driver_report(store, run_id, out)
     assert path == out / "report.html"
     return path.read_text(encoding="utf-8")
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """A run of the module's store, rendered once: its id, HTML and output directory."""
-
-    run_id: int
-    html: str
-    out: Path
 
 
 @pytest.fixture(scope="module")

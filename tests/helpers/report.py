@@ -9,7 +9,9 @@ sawtooth), TPS that moves the other way.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -178,3 +180,12 @@ def make_churn_run(
     if status != "running":
         store.finish_run(run_id, status)
     return run_id
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A run of the module's store, rendered once: its id, HTML and output directory."""
+
+    run_id: int
+    html: str
+    out: Path
