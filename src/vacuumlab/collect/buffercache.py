@@ -13,18 +13,20 @@ turns the probe off with a note, and the advice estimates the pages missed inste
 from __future__ import annotations
 
 import psycopg
-from psycopg import errors
 
-from vacuumlab.collect.probes import fetch_in_schema
+from vacuumlab.collect.probes import extension_note, per_relation
 from vacuumlab.collect.visibility import candidates
-from vacuumlab.pg.connect import Session, first_line
-from vacuumlab.pg.extensions import extension_schema
+from vacuumlab.pg.connect import Session
 from vacuumlab.records.snapshot import PagesCached, ProbeNote, Relation, Snapshot
 
 PROBE = "buffercache"
 EXTENSION = "pg_buffercache"
 #: pg_buffercache 1.2 (PostgreSQL 10+) grants its view and function to this role only.
-_FIX = "GRANT pg_monitor TO {user};"
+_FIXES = ("GRANT pg_monitor TO {user};", "the server is busy; try again")
+_REASON = (
+    "shared buffers could not be read ({error}): the pages a vacuum reads in estimated from "
+    "the relations' sizes"
+)
 
 
 def with_buffercache(
@@ -47,27 +49,9 @@ def pages_cached(
     """Each relation's pages in shared buffers, in one statement; a note instead when the
     probe fails."""
     try:
-        schema = extension_schema(session, EXTENSION)
-        if schema is None:
-            return [], []
-        params = {"oids": [r.oid for r in relations]}
-        return fetch_in_schema(session, "pages_cached", PagesCached, schema, params), []
+        oids = [r.oid for r in relations]
+        return per_relation(session, EXTENSION, "pages_cached", PagesCached, oids), []
     except psycopg.DatabaseError as exc:
         if isinstance(exc, psycopg.OperationalError) and session.conn.closed:
             raise
-        return [], [_note(session, exc)]
-
-
-def _note(session: Session, exc: psycopg.DatabaseError) -> ProbeNote:
-    reason = (
-        f"shared buffers could not be read ({first_line(exc)}): the pages a vacuum reads in "
-        "estimated from the relations' sizes"
-    )
-    fix = None
-    if isinstance(exc, errors.InsufficientPrivilege):
-        fix = _FIX.format(user=session.info.user)
-    elif isinstance(exc, errors.QueryCanceled):
-        fix = "the server is busy; try again"
-    elif isinstance(exc, errors.LockNotAvailable):
-        fix = "a table was locked; try again"
-    return ProbeNote(probe=PROBE, reason=reason, fix=fix)
+        return [], [extension_note(session, exc, PROBE, _REASON, _FIXES)]

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TypeVar
 
-from psycopg import sql
+import psycopg
+from psycopg import errors, sql
 
-from vacuumlab.pg.connect import Params, Session
+from vacuumlab.pg.connect import Params, Session, first_line
+from vacuumlab.pg.extensions import extension_schema
 from vacuumlab.records.probes import (
     DeadTuples,
     LockHeld,
@@ -19,7 +21,7 @@ from vacuumlab.records.probes import (
     VisibilityMap,
     WalPosition,
 )
-from vacuumlab.records.snapshot import Setting
+from vacuumlab.records.snapshot import ProbeNote, Setting
 
 T = TypeVar("T")
 
@@ -31,6 +33,34 @@ def fetch_in_schema(
     the file says ``{schema}`` where the quoted name goes."""
     text = session.text_of(name)
     return session.query(sql.SQL(text).format(schema=sql.Identifier(schema)), record, params)
+
+
+def per_relation(
+    session: Session, extension: str, name: str, record: type[T], oids: list[int]
+) -> list[T]:
+    """Question ``name`` about the relations ``oids``, in one statement through
+    ``extension``'s view or function; nothing when the extension's schema is not found."""
+    schema = extension_schema(session, extension)
+    if schema is None:
+        return []
+    return fetch_in_schema(session, name, record, schema, {"oids": oids})
+
+
+def extension_note(
+    session: Session, exc: psycopg.DatabaseError, probe: str, reason: str, fixes: tuple[str, str]
+) -> ProbeNote:
+    """The note of a probe through an extension that failed: ``reason`` with the error's
+    first line; the fix for a missing privilege (``{user}`` filled in) or for a busy server,
+    as ``fixes`` says, or for a lock."""
+    privilege, busy = fixes
+    fix = None
+    if isinstance(exc, errors.InsufficientPrivilege):
+        fix = privilege.format(user=session.info.user)
+    elif isinstance(exc, errors.QueryCanceled):
+        fix = busy
+    elif isinstance(exc, errors.LockNotAvailable):
+        fix = "a table was locked; try again"
+    return ProbeNote(probe=probe, reason=reason.format(error=first_line(exc)), fix=fix)
 
 
 def relation_size(session: Session, name: str) -> RelationSize:

@@ -13,11 +13,9 @@ with a note, and the advice estimates the pages instead.
 from __future__ import annotations
 
 import psycopg
-from psycopg import errors
 
-from vacuumlab.collect.probes import fetch_in_schema
-from vacuumlab.pg.connect import Session, first_line
-from vacuumlab.pg.extensions import extension_schema
+from vacuumlab.collect.probes import extension_note, per_relation
+from vacuumlab.pg.connect import Session
 from vacuumlab.records.snapshot import PagesScanned, ProbeNote, Relation, Snapshot
 
 PROBE = "visibility"
@@ -26,7 +24,11 @@ EXTENSION = "pg_visibility"
 #: time (20,000 pages took 25 ms on the embedded server).
 MAX_PAGES = 1_000_000
 #: pg_visibility 1.2 (PostgreSQL 10+) grants its functions to this role only.
-_FIX = "GRANT pg_stat_scan_tables TO {user};"
+_FIXES = (
+    "GRANT pg_stat_scan_tables TO {user};",
+    "the server is busy or the tables large; try again",
+)
+_REASON = "the visibility maps could not be read ({error}): pages estimated"
 
 
 def with_visibility(
@@ -85,24 +87,9 @@ def pages_scanned(
     """Each relation's pages as the next vacuum reads them, in one statement; a note instead
     when the probe fails."""
     try:
-        schema = extension_schema(session, EXTENSION)
-        if schema is None:
-            return [], []
-        params = {"oids": [r.oid for r in relations]}
-        return fetch_in_schema(session, "pages_scanned", PagesScanned, schema, params), []
+        oids = [r.oid for r in relations]
+        return per_relation(session, EXTENSION, "pages_scanned", PagesScanned, oids), []
     except psycopg.DatabaseError as exc:
         if isinstance(exc, psycopg.OperationalError) and session.conn.closed:
             raise
-        return [], [_note(session, exc)]
-
-
-def _note(session: Session, exc: psycopg.DatabaseError) -> ProbeNote:
-    reason = f"the visibility maps could not be read ({first_line(exc)}): pages estimated"
-    fix = None
-    if isinstance(exc, errors.InsufficientPrivilege):
-        fix = _FIX.format(user=session.info.user)
-    elif isinstance(exc, errors.QueryCanceled):
-        fix = "the server is busy or the tables large; try again"
-    elif isinstance(exc, errors.LockNotAvailable):
-        fix = "a table was locked; try again"
-    return ProbeNote(probe=PROBE, reason=reason, fix=fix)
+        return [], [extension_note(session, exc, PROBE, _REASON, _FIXES)]
