@@ -99,10 +99,7 @@ class ChurnConfig(Config):
 
     def params(self) -> dict[str, Any]:
         data = asdict(self)
-        data["steps"] = [
-            {"number": n, "name": s.name, "scope": s.scope, "settings": dict(s.settings)}
-            for n, s in enumerate(self.steps, start=1)
-        ]
+        data["steps"] = steps_params(self.steps)
         return data
 
     @classmethod
@@ -128,3 +125,11 @@ class ChurnPoint(Params):
     def from_params(cls, params: Mapping[str, Any]) -> Self:
         step = Step(params["name"], dict(params["settings"]), params["scope"])
         return cls(int(params["step"]), step)
+
+
+def steps_params(steps: tuple[Step, ...]) -> list[dict[str, Any]]:
+    """Settings steps as a run stores them (``runs.params``), numbered from 1."""
+    return [
+        {"number": n, "name": s.name, "scope": s.scope, "settings": dict(s.settings)}
+        for n, s in enumerate(steps, start=1)
+    ]

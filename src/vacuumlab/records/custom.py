@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar, Self
 
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.records.churn import Step, machine_clients
+from vacuumlab.records.churn import Step, machine_clients, steps_params
 from vacuumlab.records.params import Config, at_least_one
 
 #: The step a run has without ``--steps``: the server's settings as they are.
@@ -84,10 +84,7 @@ class CustomConfig(Config):
 
     def params(self) -> dict[str, Any]:
         data = asdict(self)
-        data["steps"] = [
-            {"number": n, "name": s.name, "scope": s.scope, "settings": dict(s.settings)}
-            for n, s in enumerate(self.steps, start=1)
-        ]
+        data["steps"] = steps_params(self.steps)
         data["scripts"] = [asdict(s) for s in self.scripts]
         return data
 
