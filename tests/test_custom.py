@@ -218,63 +218,32 @@ def test_bad_inputs_start_nothing(tmp_path: Path, args: list[str], message: str)
     assert not data_dir.exists()
 
 
-JOBS = (
-    "CREATE TABLE jobs (id bigserial PRIMARY KEY, status text NOT NULL DEFAULT 'new', "
-    "payload text, created timestamptz DEFAULT now())",
-    "CREATE INDEX jobs_new ON jobs (created) WHERE status = 'new'",
-    "INSERT INTO jobs (payload) SELECT repeat('x', 200) FROM generate_series(1, 3000)",
-)
-#: A job queue of plain statements: enqueue, take the oldest new job, delete a taken one.
-JOBS_SCRIPT = """INSERT INTO jobs (payload) VALUES (repeat('p', 200));
-UPDATE jobs SET status = 'taken' WHERE id = (SELECT id FROM jobs WHERE status = 'new'
-  ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED);
-DELETE FROM jobs WHERE id = (SELECT id FROM jobs WHERE status = 'taken'
-  ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED);
-"""
-
-
 @pytest.mark.slow
-def test_captured_tables_replay_faithfully(
+def test_captured_pgbench_accounts_replays_faithfully(
     sandbox: Sandbox, embedded_database: str, store: Store, tmp_path: Path
 ) -> None:
-    """pgbench TPC-B's accounts and a job queue of plain statements, captured in one window
-    while both run, then replayed together at scale 1: each table's inserts, updates and
-    deletes within 10 % of the captured rates, HOT share within 0.1 (none for the queue,
-    whose updates change an indexed column)."""
-    pgbench = str(sandbox.bin.exe("pgbench"))
-    subprocess.run([pgbench, "-i", "-s", "1", "-q", embedded_database], check=True,
-                   capture_output=True)  # fmt: skip
-    execute(embedded_database, *JOBS, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-    script = tmp_path / "jobs.sql"
-    script.write_text(JOBS_SCRIPT)
-    loads = [
-        subprocess.Popen(
-            [pgbench, *args, "-T", "13", embedded_database],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for args in (["-R", "150", "-c", "4"], ["-n", "-R", "60", "-c", "2", "-f", str(script)])
-    ]
+    """pgbench TPC-B's accounts captured while pgbench runs, then replayed at scale 1."""
+    bin_dir = sandbox.bin.exe("pgbench").parent
+    subprocess.run([str(bin_dir / "pgbench"), "-i", "-s", "1", "-q", embedded_database],
+                   check=True, capture_output=True)  # fmt: skip
+    execute(embedded_database, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    load = subprocess.Popen([str(bin_dir / "pgbench"), "-R", "150", "-c", "4", "-T", "13",
+                             embedded_database], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         time.sleep(1)
-        out = tmp_path / "captured.json"
+        out = tmp_path / "accounts.json"
         result = run_cli("capture", embedded_database, "--table", "public.pgbench_accounts",
-                         "--table", "public.jobs", "--for", "10s", "-o", str(out))  # fmt: skip
+                         "--for", "10s", "-o", str(out))  # fmt: skip
         assert result.returncode == 0, result.stderr
     finally:
-        for load in loads:
-            load.wait(timeout=60)
+        load.wait(timeout=60)
     captured = load_profile(out)
-    kinds = {s.kind for s in captured.statements if s.table == "public.jobs"}
-    assert {"insert", "update", "delete"} <= kinds
     m = replay(sandbox, store, captured, seconds=8)
-    found = {(c.table, c.what): c for c in checks(m, 3 + 8)}  # the rates cover the warm-up
-    assert found["pgbench_accounts", "updates"].captured > 30  # the capture saw the load
-    assert found["jobs", "inserts"].captured > 20
-    assert found["jobs", "HOT share"].captured < 0.1
-    for table in ("pgbench_accounts", "jobs"):
-        for what in ("inserts", "updates", "deletes", "HOT share"):
-            assert not found[table, what].off, found[table, what]
+    found = {c.what: c for c in checks(m, 11)}
+    assert found["updates"].captured > 30  # the capture saw the load
+    for what in ("inserts", "updates", "deletes", "HOT share"):
+        assert not found[what].off, found[what]
 
 
 class StopAfterFirst(Silent):
