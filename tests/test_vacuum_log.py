@@ -236,6 +236,7 @@ def test_pg18_log_entry() -> None:
         elapsed_s=0.20,
         wraparound=False,
         tuples_frozen=0,
+        cpu_s=0.01,
     )
 
 
@@ -268,7 +269,15 @@ def test_pg18_verbose_notice() -> None:
         wal_bytes=389307,
         elapsed_s=0.01,
         tuples_frozen=0,
+        cpu_s=0.01,
     )
+
+
+def test_cpu_time_is_user_plus_system() -> None:
+    idle = "system usage: CPU: user: 0.01 s, system: 0.00 s, elapsed: 0.20 s"
+    busy = "system usage: CPU: user: 0.42 s, system: 0.17 s, elapsed: 1.90 s"
+    report = parse_report(PG18_LOG.replace(idle, busy))
+    assert (report.cpu_s, report.elapsed_s) == (0.59, 1.90)
 
 
 def test_log_entry_stops_at_the_next_log_line() -> None:

@@ -16,7 +16,8 @@ evicted from shared buffers (pg_buffercache_evict_relation()) before the advisor
 as a table not in cache when advised: every page a miss. The test asserts pages, within 25 %.
 The durations depend on the machine and its load: the predicted cost is printed (``-s``)
 against the cost of the log's buffer usage, the predicted duration against its elapsed
-time (and its delay time), held only to a factor of three.
+time (and its delay time), held only to a factor of three: no more than three times the
+elapsed time, no less than a third of the time the vacuum spent asleep or on a core.
 """
 
 from __future__ import annotations
@@ -256,11 +257,26 @@ def check(name: str, predictions: list[Predicted], report: VacuumReport) -> None
         )
     assert [p.way for p in predictions] == ["estimated", "pg_visibility_map", "pg_visibility_map"]
     assert [p.cached for p in predictions] == ["estimated", "estimated", "pg_buffercache"]
+    took, busy = report.elapsed_s, on_a_core(report)
     for p in predictions:
         assert abs(p.pages - scanned) <= TOLERANCE * scanned, (name, p, scanned)
-        took = report.elapsed_s
-        if p.seconds is not None and took:
-            assert took / SECONDS_FACTOR <= p.seconds <= took * SECONDS_FACTOR, (name, p, took)
+        if p.seconds is not None and took and busy:
+            assert busy / SECONDS_FACTOR <= p.seconds <= took * SECONDS_FACTOR, (
+                name,
+                p,
+                busy,
+                took,
+            )
+
+
+def on_a_core(report: VacuumReport) -> float | None:
+    """The time the vacuum would have taken with a core to itself: its cost-delay sleeps plus
+    its CPU time (reads from the kernel's page cache are CPU time). Under the other test
+    process the elapsed time also holds the waits for a core: once 0.55 s where this was
+    about a third, against a prediction of 0.18 s."""
+    if report.delay_ms is None or report.cpu_s is None:
+        return report.elapsed_s
+    return report.delay_ms / 1000 + report.cpu_s
 
 
 def _error(predicted: float | None, measured: float | None) -> str:

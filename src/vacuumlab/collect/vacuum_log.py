@@ -54,6 +54,7 @@ _IO_OLD: Final = _line(r"I/O Timings:(?: read=([\d.]+))?(?: write=([\d.]+))?[ \t
 _BUFFERS: Final = _line(r"buffer usage: (\d+) hits, (\d+) (?:reads|misses), (\d+) dirtied")
 _WAL: Final = _line(r"WAL usage: (\d+) records, (\d+) full page images, (\d+) bytes")
 _ELAPSED: Final = _line(r"system usage: CPU: .*elapsed: ([\d.]+) s")
+_CPU: Final = _line(r"system usage: CPU: user: ([\d.]+) s, system: ([\d.]+) s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,9 @@ class VacuumReport:
     elapsed_s: float | None
     wraparound: bool = False
     tuples_frozen: int | None = None
+    #: The vacuum's own CPU time, user plus system (getrusage): unlike ``elapsed_s`` it does
+    #: not grow while other processes hold the cores.
+    cpu_s: float | None = None
 
 
 def parse_report(text: str) -> VacuumReport:
@@ -195,6 +199,7 @@ def _report(header: re.Match[str], *, prefix: str, body: str, preamble: str) -> 
         elapsed_s=_floats(_ELAPSED, body)[0],
         wraparound=header["wraparound"] is not None,
         tuples_frozen=tuples_frozen,
+        cpu_s=_cpu(body),
     )
 
 
@@ -209,6 +214,11 @@ def _ints(pattern: re.Pattern[str], body: str) -> tuple[int | None, ...]:
 
 def _floats(pattern: re.Pattern[str], body: str) -> tuple[float | None, ...]:
     return tuple(None if g is None else float(g) for g in _groups(pattern, body))
+
+
+def _cpu(body: str) -> float | None:
+    user, system = _floats(_CPU, body)
+    return None if user is None or system is None else round(user + system, 6)
 
 
 def _io_timings(body: str) -> tuple[float | None, float | None]:

@@ -120,6 +120,7 @@ VACUUM_STEPS = ("vacuum", "freeze_vacuumed", "freeze_updated")
 #: What each vacuum's VERBOSE report gives per relation.
 REPORT_FIELDS = (
     "elapsed_s",
+    "cpu_s",  # user + system: the steadier clock on a shared machine
     "pages_scanned",
     "pages_removed",
     "tuples_removed",
