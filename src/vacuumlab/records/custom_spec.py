@@ -25,6 +25,13 @@ METRICS = CHURN_METRICS
 SAMPLED_TABLE = "sampled_table"
 #: Seconds the counters' rates are taken over (the whole load, warm-up included).
 RATE_SECONDS = "rate_seconds"
+#: Seconds of the capture's window, for a profile replay.
+CAPTURE_SECONDS = "capture_seconds"
+#: How far behind a busy backend's table counters may be when read: it flushes them at most
+#: once a second (PGSTAT_MIN_INTERVAL, pgstat.c). The capture reads them while the load runs,
+#: so its rates over a window of W seconds are uncertain by about this / W of themselves (the
+#: replay reads them after its load has exited and flushed: exactly).
+FLUSH_INTERVAL_S = 1.0
 
 Rate = Literal["inserts", "updates", "hot_updates", "deletes", "dead_tuples", "hot_share"]
 RATES: Final[tuple[Rate, ...]] = ("inserts", "updates", "hot_updates", "deletes", "dead_tuples")
@@ -74,8 +81,11 @@ def _get(metrics: Mapping[str, object], side: Side, rate: Rate, table: str) -> f
 
 def checks(metrics: Mapping[str, object], seconds: float) -> list[Check]:
     """The fidelity checks of one point: per table, inserts, updates and deletes within
-    :data:`TOLERANCE` (and one row over the ``seconds`` the rates cover, for rare changes),
-    the HOT share within :data:`HOT_TOLERANCE`. Empty when nothing was captured."""
+    :data:`TOLERANCE`, plus one row over the ``seconds`` the rates cover (for rare changes)
+    and the captured rate's own uncertainty (:data:`FLUSH_INTERVAL_S` over the capture's
+    window); the HOT share within :data:`HOT_TOLERANCE`. Empty when nothing was captured."""
+    window = metrics.get(CAPTURE_SECONDS)
+    flush = FLUSH_INTERVAL_S / window if isinstance(window, int | float) and window > 0 else 0.0
     found = []
     for table in rate_tables(metrics):
         for rate in ("inserts", "updates", "deletes"):
@@ -83,7 +93,7 @@ def checks(metrics: Mapping[str, object], seconds: float) -> list[Check]:
             captured = _get(metrics, "captured", rate, table)
             if replayed is None or captured is None:
                 continue
-            slack = TOLERANCE * captured + (1 / seconds if seconds > 0 else 0)
+            slack = (TOLERANCE + flush) * captured + (1 / seconds if seconds > 0 else 0)
             found.append(Check(table, rate, replayed, captured, abs(replayed - captured) > slack))
         hot = _hot_check(metrics, table)
         if hot is not None:

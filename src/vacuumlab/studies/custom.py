@@ -30,6 +30,7 @@ from vacuumlab.pg.connect import connect
 from vacuumlab.records.churn import ChurnPoint
 from vacuumlab.records.custom import CustomConfig
 from vacuumlab.records.custom_spec import (
+    CAPTURE_SECONDS,
     RATE_SECONDS,
     RATES,
     SAMPLED_TABLE,
@@ -193,13 +194,14 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
         return Measured(metrics, series, started_at=result.started_at)
 
     def _captured(self) -> dict[str, Metric]:
-        if self.replay is None:
+        if self.replay is None or self.config.profile is None:
             return {}
-        return {
+        captured: dict[str, Metric] = {
             rate_metric("captured", rate, t.name): value
             for t in self.replay.tables
             for rate, value in t.expected.items()
         }
+        return captured | {CAPTURE_SECONDS: float(self.config.profile["seconds"])}
 
     def _sampled(self, tables: list[str]) -> str:
         """The table the sampler follows: the one with the most captured changes, or the

@@ -138,7 +138,8 @@ def _step_view(store: Store, step_point: tuple[object, Point], warmup: float | N
 def _off_notice(view: StepView, found: list[Check]) -> str:
     parts = [f"{c.table} {c.what} {_deviation(c)}" for c in found if c.off]
     return (f"Step {view.number} ({view.name}): the replay is off by more than 10 % of the "
-            f"captured rates: {'; '.join(parts)}.")  # fmt: skip
+            "captured rates (more for a short capture, whose counters may lag by a second): "
+            f"{'; '.join(parts)}.")  # fmt: skip
 
 
 def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path) -> Report:
