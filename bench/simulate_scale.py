@@ -24,33 +24,13 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from vacuumlab.model.forecast import forecast
+from vacuumlab.model.knobs import stock_settings
 from vacuumlab.records.simulation import Simulation
 from vacuumlab.records.snapshot import Relation, ServerInfo, Setting, Snapshot, Table
 
 GOAL_S = 1.0
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-SETTINGS = {
-    "autovacuum": "on",
-    "autovacuum_naptime": "60",
-    "autovacuum_max_workers": "3",
-    "autovacuum_worker_slots": "16",
-    "autovacuum_vacuum_threshold": "50",
-    "autovacuum_vacuum_scale_factor": "0.2",
-    "autovacuum_vacuum_max_threshold": "100000000",
-    "autovacuum_vacuum_insert_threshold": "1000",
-    "autovacuum_vacuum_insert_scale_factor": "0.2",
-    "autovacuum_analyze_threshold": "50",
-    "autovacuum_analyze_scale_factor": "0.1",
-    "autovacuum_vacuum_cost_delay": "2",
-    "autovacuum_vacuum_cost_limit": "-1",
-    "autovacuum_freeze_max_age": "200000000",
-    "autovacuum_multixact_freeze_max_age": "400000000",
-    "vacuum_cost_delay": "0",
-    "vacuum_cost_limit": "200",
-    "vacuum_cost_page_hit": "1",
-    "vacuum_cost_page_miss": "2",
-    "vacuum_cost_page_dirty": "20",
-}
+SETTINGS = stock_settings(180000)
 #: (share of the fleet, dead tuples per second)
 MIX = ((0.002, 200.0), (0.02, 5.0), (0.2, 0.2))
 

@@ -21,6 +21,7 @@ from psycopg.conninfo import make_conninfo
 from helpers.db import execute
 from vacuumlab.advise import advise
 from vacuumlab.collect.snapshot import collect
+from vacuumlab.model.knobs import stock_settings
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice, Finding
@@ -159,3 +160,18 @@ def test_logical_slot_holds_catalogs_only(aged: tuple[Snapshot, Advice]) -> None
     [f] = found(advice, "horizon", None, "vl_model_slot")
     assert "catalogs only" in f.detail
     assert f.evidence["holds"] == "catalogs"
+
+
+def test_stock_settings_are_the_servers_compiled_in_defaults(server: str) -> None:
+    """What the tests and benchmarks take for a server nobody tuned is its pg_settings.boot_val,
+    on 18 and on the server of VACUUMLAB_TEST_DSN."""
+    with psycopg.connect(server) as conn:
+        row = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()
+        assert row is not None
+        stock = stock_settings(row[0])
+        found = dict(
+            conn.execute(
+                "SELECT name, boot_val FROM pg_settings WHERE name = ANY(%s)", (list(stock),)
+            ).fetchall()
+        )
+    assert found == stock

@@ -10,6 +10,7 @@ from psycopg import sql
 
 from helpers.db import execute
 from vacuumlab.advise.context import Context
+from vacuumlab.model.knobs import stock_settings
 from vacuumlab.records.advice import Recommendation
 from vacuumlab.records.snapshot import (
     ExactBloat,
@@ -34,34 +35,9 @@ BLOATED_TABLE = (
 MB = 1 << 20
 
 #: pg_settings.setting of a stock PostgreSQL 18 (base units: ms, s).
-PG18: dict[str, str] = {
-    "autovacuum": "on",
-    "autovacuum_naptime": "60",
-    "autovacuum_max_workers": "3",
-    "autovacuum_worker_slots": "16",
-    "autovacuum_vacuum_threshold": "50",
-    "autovacuum_vacuum_scale_factor": "0.2",
-    "autovacuum_vacuum_max_threshold": "100000000",
-    "autovacuum_vacuum_insert_threshold": "1000",
-    "autovacuum_vacuum_insert_scale_factor": "0.2",
-    "autovacuum_analyze_threshold": "50",
-    "autovacuum_analyze_scale_factor": "0.1",
-    "autovacuum_vacuum_cost_delay": "2",
-    "autovacuum_vacuum_cost_limit": "-1",
-    "autovacuum_freeze_max_age": "200000000",
-    "autovacuum_multixact_freeze_max_age": "400000000",
-    "vacuum_cost_delay": "0",
-    "vacuum_cost_limit": "200",
-    "vacuum_cost_page_hit": "1",
-    "vacuum_cost_page_miss": "2",
-    "vacuum_cost_page_dirty": "20",
-}
+PG18 = stock_settings(180000)
 #: The same on PostgreSQL 17: no worker slots, no max threshold.
-PG17 = {
-    k: v
-    for k, v in PG18.items()
-    if k not in ("autovacuum_worker_slots", "autovacuum_vacuum_max_threshold")
-}
+PG17 = stock_settings(170000)
 
 
 def server(version_num: int = 180001) -> ServerInfo:

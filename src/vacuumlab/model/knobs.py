@@ -160,6 +160,43 @@ KNOBS: dict[str, Knob] = {
 }  # fmt: skip
 
 
+#: pg_settings.setting of a stock server for the settings the advisor and the simulator read
+#: (base units: ms, s), each with the first server_version_num that has it.
+_STOCK: tuple[tuple[str, str, int], ...] = (
+    ("autovacuum", "on", 80100),
+    ("autovacuum_naptime", "60", 80100),
+    ("autovacuum_max_workers", "3", 80300),
+    ("autovacuum_worker_slots", "16", 180000),
+    ("autovacuum_vacuum_threshold", "50", 80100),
+    ("autovacuum_vacuum_scale_factor", "0.2", 80100),
+    ("autovacuum_vacuum_max_threshold", "100000000", 180000),
+    ("autovacuum_vacuum_insert_threshold", "1000", 130000),
+    ("autovacuum_vacuum_insert_scale_factor", "0.2", 130000),
+    ("autovacuum_analyze_threshold", "50", 80100),
+    ("autovacuum_analyze_scale_factor", "0.1", 80100),
+    ("autovacuum_vacuum_cost_delay", "2", 80100),
+    ("autovacuum_vacuum_cost_limit", "-1", 80100),
+    ("autovacuum_freeze_max_age", "200000000", 80200),
+    ("autovacuum_multixact_freeze_max_age", "400000000", 90300),
+    ("vacuum_cost_delay", "0", 80000),
+    ("vacuum_cost_limit", "200", 80000),
+    ("vacuum_cost_page_hit", "1", 80000),
+    ("vacuum_cost_page_miss", "2", 80000),
+    ("vacuum_cost_page_dirty", "20", 80000),
+)
+
+
+def stock_settings(version_num: int = 180000) -> dict[str, str]:
+    """What a server of this version (13 or newer) reports in pg_settings.setting for these
+    settings when nobody changed them."""
+    if version_num < 130000:
+        raise VacuumlabError("stock settings are known for PostgreSQL 13 and newer")
+    stock = {name: value for name, value, since in _STOCK if since <= version_num}
+    if version_num < 140000:  # lowered from 10 in PostgreSQL 14
+        stock["vacuum_cost_page_miss"] = "10"
+    return stock
+
+
 def duration(value: float, unit: str) -> str:
     """``value`` (in ``unit``) in the largest unit that holds it exactly: 600000 ms is
     ``10min``, 90 s is ``90s``; a fraction of the smallest unit keeps the given one."""
