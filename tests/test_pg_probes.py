@@ -26,9 +26,10 @@ def _probed(dsn: str) -> None:
     )
 
 
-def test_table_questions_read_into_records(embedded_database: str) -> None:
-    _probed(embedded_database)
-    with connect(embedded_database) as session:
+def test_table_questions_read_into_records(database: str) -> None:
+    """On 18 and on the server of VACUUMLAB_TEST_DSN (an older major)."""
+    _probed(database)
+    with connect(database) as session:
         rel = probes.relation_size(session, TABLE)
         assert rel.bytes >= 8192
         assert rel.oid > 0
@@ -40,7 +41,9 @@ def test_table_questions_read_into_records(embedded_database: str) -> None:
         [counters] = session.fetch("hot_counters", Counters, {"schema": "public", "name": "probed"})
         assert counters.n_tup_upd >= 0
         assert counters.heap_bytes == rel.bytes
-        assert counters.n_tup_newpage_upd is not None  # PostgreSQL 16+
+        # PostgreSQL 16 adds the count of updates that moved the row to another page.
+        newpage_known = session.info.version_num >= 160000
+        assert (counters.n_tup_newpage_upd is not None) == newpage_known
 
 
 def test_table_io_counts_the_difference(embedded_database: str) -> None:

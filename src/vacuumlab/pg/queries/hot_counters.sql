@@ -1,6 +1,7 @@
--- One table's update, HOT and vacuum counters, block I/O and sizes (13+; no
--- n_tup_newpage_upd before 16).
-SELECT s.n_tup_upd, s.n_tup_hot_upd, NULL::bigint AS n_tup_newpage_upd, s.autovacuum_count,
+-- One table's update, HOT and vacuum counters, block I/O and sizes (13+; n_tup_newpage_upd,
+-- which 16 adds, is NULL before).
+SELECT s.n_tup_upd, s.n_tup_hot_upd, {newpage_updated:c} AS n_tup_newpage_upd,
+       s.autovacuum_count,
        coalesce(io.heap_blks_hit, 0) AS heap_blks_hit,
        coalesce(io.heap_blks_read, 0) AS heap_blks_read,
        coalesce(io.idx_blks_hit, 0) AS idx_blks_hit,
