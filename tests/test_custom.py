@@ -252,10 +252,14 @@ def test_captured_tables_replay_faithfully(
 ) -> None:
     """pgbench TPC-B's accounts and a job queue of plain statements, captured in one 15-second
     window while both run, then replayed together at scale 1: each table's inserts, updates
-    and deletes within 10 % of the captured rates and the capture's own uncertainty (its
-    counters read up to a second behind: 1/15 more), HOT share within 0.1 (none for the
-    queue, whose updates change an indexed column). With a 10-second window and the 10 %
-    alone, the queue's replayed inserts once came out 17 % above the captured ones."""
+    and deletes within 10 % of the captured rates (and not off by the report's margin), HOT
+    share within 0.1 (none for the queue, whose updates change an indexed column; nearly
+    all for the accounts).
+
+    The capture starts 4 s into the load, as it would on a workload that has been running:
+    started 1 s in, the counters' rates came out 5 % under what pg_stat_statements counted
+    in the same window, and the replay, driven at the statements' rates, up to 17 % over
+    them. Started 4 s in, three runs gave every rate within 5.2 %."""
     pgbench = str(sandbox.bin.exe("pgbench"))
     subprocess.run([pgbench, "-i", "-s", "1", "-F", "90", "-q", embedded_database], check=True,
                    capture_output=True)  # fmt: skip
@@ -264,14 +268,14 @@ def test_captured_tables_replay_faithfully(
     script.write_text(JOBS_SCRIPT)
     loads = [
         subprocess.Popen(
-            [pgbench, *args, "-T", "18", embedded_database],
+            [pgbench, *args, "-T", "21", embedded_database],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         for args in (["-R", "150", "-c", "4"], ["-n", "-R", "60", "-c", "2", "-f", str(script)])
     ]
     try:
-        time.sleep(1)
+        time.sleep(4)
         out = tmp_path / "captured.json"
         result = run_cli("capture", embedded_database, "--table", "public.pgbench_accounts",
                          "--table", "public.jobs", "--for", "15s", "-o", str(out))  # fmt: skip
@@ -296,6 +300,9 @@ def test_captured_tables_replay_faithfully(
     for table in ("pgbench_accounts", "jobs"):
         for what in ("inserts", "updates", "deletes", "HOT share"):
             assert not found[table, what].off, found[table, what]
+        for what in ("inserts", "updates", "deletes"):  # and within 10 % alone
+            check = found[table, what]
+            assert abs(check.replayed - check.captured) <= 0.10 * check.captured, check
 
 
 class StopAfterFirst(Silent):
