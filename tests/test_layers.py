@@ -138,3 +138,18 @@ def test_tests_share_helpers_only_through_the_helpers_package() -> None:
                 if first == "conftest" or first.startswith("test_") or first.endswith("_fixtures"):
                     wrong.append(f"{path.relative_to(ROOT)}: {name}")
     assert not wrong, wrong
+
+
+#: The most lines one module may have: past it, a module holds more than one thing.
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    package = Path(vacuumlab.__file__).parent
+    sizes = {
+        str(path.relative_to(package)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in package.rglob("*.py")
+    }
+    assert len(sizes) > 100
+    over = {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES}
+    assert not over, over

@@ -17,6 +17,7 @@ from helpers.cli import run_cli
 from helpers.db import execute
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.install import PgBin
+from vacuumlab.pg.ports import free_port
 from vacuumlab.pg.sandbox import Sandbox, dsn_for
 
 DEBIAN_15 = Path("/usr/lib/postgresql/15/bin")
@@ -242,15 +243,9 @@ def test_a_taken_port_is_replaced_and_said(sandbox_root: Path) -> None:
     Sandbox.open(directory).destroy()
 
 
-def _free_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as sock:
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_sandbox_start_port_option(sandbox_root: Path) -> None:
     directory = sandbox_root / "cli-port"
-    port = _free_port()
+    port = free_port()
     refused = run_cli("sandbox", "start", "--data-dir", str(directory), "--set", f"port={port}")
     assert refused.returncode == 2
     assert refused.stderr.strip().count("\n") == 0, refused.stderr  # one line

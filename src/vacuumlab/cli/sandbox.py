@@ -12,7 +12,8 @@ import typer
 
 from vacuumlab.cli.options import DataDir, Format, FormatOpt, PgBinOpt, WordsCommand, err, out
 from vacuumlab.errors import VacuumlabError
-from vacuumlab.pg.sandbox import Sandbox, refuse_port
+from vacuumlab.pg.ports import refuse_port
+from vacuumlab.pg.sandbox import Sandbox
 
 sandbox_app = typer.Typer(
     help="Manage the throwaway PostgreSQL the lab runs on.",

@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from typing import Self
 
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.install import PgBin, let_server_user_in, server_uid, server_user
+from vacuumlab.pg.ports import free_port, port_is_free, refuse_port
 from vacuumlab.pg.settings import SettingChange, apply_settings, wait_until_applied
 
 SUPERUSER = "postgres"
@@ -237,7 +237,7 @@ class Sandbox:
                 conf.write(f"{name} = {value}\n")
         _write_state(
             self.state_path,
-            {"bin_dir": str(self.bin.path), "long_lived": False, "port": _free_port()},
+            {"bin_dir": str(self.bin.path), "long_lived": False, "port": free_port()},
         )
 
     def _initdb(self, pgdata: Path) -> None:
@@ -330,7 +330,7 @@ class Sandbox:
         if asked is not None:
             raise VacuumlabError(f"port {asked} is taken on 127.0.0.1: choose another --port")
         for _attempt in range(3):  # a free port may be taken between choosing and binding
-            if self._try_port(_free_port()):
+            if self._try_port(free_port()):
                 if wanted is not None:
                     self.notices.append(
                         f"port {wanted} is taken; the sandbox now listens on {self.port}"
@@ -340,7 +340,7 @@ class Sandbox:
 
     def _try_port(self, port: int) -> bool:
         """Start the server on ``port``; False when the port is taken."""
-        if not _port_is_free(port):
+        if not port_is_free(port):
             return False
         try:
             self._pg_ctl_start(port)
@@ -429,17 +429,6 @@ class Sandbox:
         }
 
 
-def refuse_port(settings: Mapping[str, object]) -> None:
-    """The port is no setting like the others: the server is started with ``-p``, which
-    beats the configuration files (guc.h, GucSource: PGC_S_ARGV ranks above PGC_S_FILE,
-    where postgresql.auto.conf is read), so an ALTER SYSTEM of port would never take."""
-    if "port" in settings:
-        raise VacuumlabError(
-            "the sandbox's port is not set with --set or configure: use "
-            "`vacuumlab sandbox start --port N` (after `vacuumlab sandbox stop` if it runs)"
-        )
-
-
 def first_error_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in lines:
@@ -470,26 +459,6 @@ def _read_state(path: Path) -> dict[str, object]:
 
 def _write_state(path: Path, state: Mapping[str, object]) -> None:
     path.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _port_is_free(port: int) -> bool:
-    """Whether the server could listen on ``port``. SO_REUSEADDR as the postmaster sets it
-    (pqcomm.c, ListenServerPort), so connections still in TIME_WAIT from the sandbox's last
-    run do not count as taking its port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 def _spawn_watchdog(sandbox: Sandbox) -> subprocess.Popen[bytes]:

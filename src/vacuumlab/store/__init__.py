@@ -12,215 +12,51 @@ See docs/store.md for the schema.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Any, Literal, cast
 
 from vacuumlab import __version__
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.machine import machine_info as machine_info
-
-SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 5.0
-
-RunStatus = Literal["running", "done", "failed", "interrupted"]
-Metric = float | int | str | None
-Sample = tuple[float, float | None]
-
-# An immutable default, so the signature can say "no series" without a mutable `{}`.
-_NO_SERIES: Mapping[str, Sequence[Sample]] = MappingProxyType({})
-
-_TABLES = ("meta", "runs", "points", "series")
-
-# How a run's points were run, once per start or resume. Stores made before it lack the table:
-# the first execution recorded creates it, and reading one without it finds none.
-_EXECUTIONS = """CREATE TABLE IF NOT EXISTS executions (
-        run_id     INTEGER NOT NULL REFERENCES runs (id),
-        executor   TEXT NOT NULL,
-        nodes      TEXT NOT NULL,
-        started_at TEXT NOT NULL
-    )"""
-
-_SCHEMA = (
-    """CREATE TABLE meta (
-        key   TEXT PRIMARY KEY,
-        value NOT NULL
-    )""",
-    """CREATE TABLE runs (
-        id                INTEGER PRIMARY KEY,
-        study             TEXT NOT NULL,
-        params            TEXT NOT NULL,
-        server_version    TEXT NOT NULL,
-        settings          TEXT NOT NULL,
-        machine           TEXT NOT NULL,
-        vacuumlab_version TEXT NOT NULL,
-        started_at        TEXT NOT NULL,
-        ended_at          TEXT,
-        status            TEXT NOT NULL
-                          CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
-        note              TEXT
-    )""",
-    "CREATE INDEX runs_study ON runs (study)",
-    """CREATE TABLE points (
-        id         INTEGER PRIMARY KEY,
-        run_id     INTEGER NOT NULL REFERENCES runs (id),
-        key        TEXT NOT NULL,
-        params     TEXT NOT NULL,
-        repetition INTEGER NOT NULL,
-        metrics    TEXT NOT NULL,
-        started_at TEXT NOT NULL,
-        ended_at   TEXT NOT NULL,
-        UNIQUE (run_id, key, repetition)
-    )""",
-    """CREATE TABLE series (
-        point_id INTEGER NOT NULL REFERENCES points (id),
-        metric   TEXT NOT NULL,
-        t        REAL NOT NULL,
-        value    REAL
-    )""",
-    "CREATE INDEX series_point_metric_t ON series (point_id, metric, t)",
-    _EXECUTIONS,
-    # Append-only is enforced in the file itself, so ad-hoc tools cannot break it by accident.
-    """CREATE TRIGGER points_append_only BEFORE UPDATE ON points
-    BEGIN SELECT RAISE(ABORT, 'points are append-only'); END""",
-    """CREATE TRIGGER series_append_only BEFORE UPDATE ON series
-    BEGIN SELECT RAISE(ABORT, 'series are append-only'); END""",
-    """CREATE TRIGGER runs_append_only
-    BEFORE UPDATE OF id, study, params, server_version, settings, machine, vacuumlab_version,
-                     started_at ON runs
-    BEGIN SELECT RAISE(ABORT, 'runs change only status, ended_at and note'); END""",
+from vacuumlab.store.rows import (
+    NO_SERIES,
+    Execution,
+    Metric,
+    Point,
+    Run,
+    RunStatus,
+    Sample,
+    check_metrics,
+    from_text,
+    loads_object,
+    point_from_row,
+    point_key,
+    run_from_row,
+    series_rows,
+    to_text,
 )
+from vacuumlab.store.schema import EXECUTIONS, SCHEMA, SCHEMA_VERSION, TABLES
 
+__all__ = [
+    "SCHEMA_VERSION",
+    "Execution",
+    "Metric",
+    "Point",
+    "Run",
+    "RunStatus",
+    "Sample",
+    "Store",
+    "machine_info",
+    "point_key",
+]
 
-@dataclass(frozen=True, slots=True)
-class Run:
-    """One execution of a study, with the environment it ran in."""
-
-    id: int
-    study: str
-    params: dict[str, Any]
-    server_version: str
-    settings: dict[str, str]
-    machine: dict[str, Any]
-    vacuumlab_version: str
-    started_at: datetime
-    ended_at: datetime | None
-    status: RunStatus
-    note: str | None
-    #: How its points were run, once per start or resume (read by ``Store.run``).
-    executions: tuple[Execution, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Execution:
-    """One start (or resume) of a run: which executor ran its points, and how many points
-    each node ran at once (``{"host": 1}`` for the local loop)."""
-
-    executor: str
-    nodes: dict[str, int]
-    started_at: datetime
-
-    @property
-    def side_by_side(self) -> bool:
-        """Whether points ran concurrently on one node, sharing its CPU and disk."""
-        return any(slots > 1 for slots in self.nodes.values())
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    """One measured parameter combination (one repetition) of a run."""
-
-    id: int
-    run_id: int
-    key: str
-    params: dict[str, Any]
-    repetition: int
-    metrics: dict[str, Metric]
-    started_at: datetime
-    ended_at: datetime
-
-
-def point_key(params: Mapping[str, Any]) -> str:
-    """The canonical JSON of `params`: equal parameter sets give equal keys, whatever the order."""
-    try:
-        return json.dumps(dict(params), sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise VacuumlabError(f"parameters are not plain JSON values: {exc}") from exc
-
-
-def _to_text(when: datetime) -> str:
-    """A fixed-width UTC ISO string, so text order is time order and SQLite can parse it."""
-    if when.tzinfo is None:
-        raise VacuumlabError(f"timestamp {when.isoformat()} has no time zone; pass an aware one")
-    return when.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _from_text(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-def _check_metrics(metrics: Mapping[str, Metric]) -> str:
-    """The metrics as JSON; NaN/inf are rejected because JSON has no spelling for them."""
-    for name, value in metrics.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise VacuumlabError(f"metric {name!r} is {value}; only finite numbers can be stored")
-        if value is not None and not isinstance(value, int | float | str):
-            raise VacuumlabError(f"metric {name!r} is a {type(value).__name__}, not a number")
-    return json.dumps(dict(metrics), sort_keys=True)
-
-
-def _series_rows(
-    point_id: int, series: Mapping[str, Sequence[Sample]]
-) -> Iterator[tuple[int, str, float, float | None]]:
-    """Series rows, checked lazily: a bad sample aborts the insert mid-way, and the
-    surrounding transaction then drops the whole point."""
-    for metric, samples in series.items():
-        for t, value in samples:
-            if not math.isfinite(t) or (value is not None and not math.isfinite(value)):
-                raise VacuumlabError(
-                    f"series {metric!r} has sample ({t}, {value}); only finite numbers are stored"
-                )
-            yield point_id, metric, float(t), None if value is None else float(value)
-
-
-def _loads_object(text: str) -> dict[str, Any]:
-    return cast(dict[str, Any], json.loads(text))
-
-
-def _run_from_row(row: sqlite3.Row) -> Run:
-    ended = row["ended_at"]
-    return Run(
-        id=row["id"],
-        study=row["study"],
-        params=_loads_object(row["params"]),
-        server_version=row["server_version"],
-        settings=_loads_object(row["settings"]),
-        machine=_loads_object(row["machine"]),
-        vacuumlab_version=row["vacuumlab_version"],
-        started_at=_from_text(row["started_at"]),
-        ended_at=None if ended is None else _from_text(ended),
-        status=cast(RunStatus, row["status"]),  # the CHECK constraint guarantees the values
-        note=row["note"],
-    )
-
-
-def _point_from_row(row: sqlite3.Row) -> Point:
-    return Point(
-        id=row["id"],
-        run_id=row["run_id"],
-        key=row["key"],
-        params=_loads_object(row["params"]),
-        repetition=row["repetition"],
-        metrics=_loads_object(row["metrics"]),
-        started_at=_from_text(row["started_at"]),
-        ended_at=_from_text(row["ended_at"]),
-    )
+BUSY_TIMEOUT_S = 5.0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -314,7 +150,7 @@ class Store:
 
     def _create_schema(self) -> None:
         # Statement by statement: executescript() would commit the enclosing transaction.
-        for statement in _SCHEMA:
+        for statement in SCHEMA:
             self._conn.execute(statement)
         self._conn.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
@@ -325,7 +161,7 @@ class Store:
         return {row[0] for row in rows}
 
     def _validate(self) -> None:
-        missing = [t for t in _TABLES if t not in self._tables()]
+        missing = [t for t in TABLES if t not in self._tables()]
         if "meta" in missing:
             raise VacuumlabError(f"{self.path}: not a vacuumlab store (no meta table)")
         version = self._schema_version()
@@ -384,7 +220,7 @@ class Store:
             json.dumps(dict(settings), sort_keys=True),
             json.dumps(dict(machine), sort_keys=True),
             __version__,
-            _to_text(datetime.now(UTC)),
+            to_text(datetime.now(UTC)),
             note,
         )
         with self._transaction() as conn:
@@ -409,7 +245,7 @@ class Store:
         with self._transaction() as conn:
             cur = conn.execute(
                 "UPDATE runs SET status = ?, ended_at = ?, note = coalesce(?, note) WHERE id = ?",
-                (status, _to_text(datetime.now(UTC)), note, run_id),
+                (status, to_text(datetime.now(UTC)), note, run_id),
             )
             if cur.rowcount == 0:
                 raise self._no_run(run_id)
@@ -420,10 +256,10 @@ class Store:
         values = (run_id, executor, json.dumps(dict(nodes), sort_keys=True))
         with self._transaction() as conn:
             self._require_run(run_id)
-            conn.execute(_EXECUTIONS)
+            conn.execute(EXECUTIONS)
             conn.execute(
                 "INSERT INTO executions (run_id, executor, nodes, started_at) VALUES (?, ?, ?, ?)",
-                (*values, _to_text(datetime.now(UTC))),
+                (*values, to_text(datetime.now(UTC))),
             )
 
     def executions(self, run_id: int) -> list[Execution]:
@@ -435,7 +271,7 @@ class Store:
             "SELECT * FROM executions WHERE run_id = ? ORDER BY rowid", (run_id,)
         )
         return [
-            Execution(row["executor"], _loads_object(row["nodes"]), _from_text(row["started_at"]))
+            Execution(row["executor"], loads_object(row["nodes"]), from_text(row["started_at"]))
             for row in rows
         ]
 
@@ -443,14 +279,14 @@ class Store:
         row = self._conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise self._no_run(run_id)
-        return replace(_run_from_row(row), executions=tuple(self.executions(run_id)))
+        return replace(run_from_row(row), executions=tuple(self.executions(run_id)))
 
     def runs(self, study: str | None = None) -> list[Run]:
         """All runs, or those of one study, newest first (ids grow with creation)."""
         rows = self._conn.execute(
             "SELECT * FROM runs WHERE ? IS NULL OR study = ? ORDER BY id DESC", (study, study)
         )
-        return [_run_from_row(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     def _no_run(self, run_id: int) -> VacuumlabError:
         return VacuumlabError(f"no run {run_id} in {self.path}")
@@ -470,7 +306,7 @@ class Store:
         *,
         started_at: datetime,
         ended_at: datetime,
-        series: Mapping[str, Sequence[Sample]] = _NO_SERIES,
+        series: Mapping[str, Sequence[Sample]] = NO_SERIES,
     ) -> int:
         """Record one finished measurement point with its series, atomically; return its id.
 
@@ -480,14 +316,14 @@ class Store:
         (run, params, repetition) twice also raises VacuumlabError.
         """
         key = point_key(params)
-        times = (_to_text(started_at), _to_text(ended_at))
-        row = (run_id, key, key, repetition, _check_metrics(metrics), *times)
+        times = (to_text(started_at), to_text(ended_at))
+        row = (run_id, key, key, repetition, check_metrics(metrics), *times)
         with self._transaction() as conn:
             self._require_run(run_id)
             point_id = self._insert_point(conn, row)
             conn.executemany(
                 "INSERT INTO series (point_id, metric, t, value) VALUES (?, ?, ?, ?)",
-                _series_rows(point_id, series),
+                series_rows(point_id, series),
             )
         return point_id
 
@@ -512,7 +348,7 @@ class Store:
         """The run's points in the order they were recorded."""
         self._require_run(run_id)
         rows = self._conn.execute("SELECT * FROM points WHERE run_id = ? ORDER BY id", (run_id,))
-        return [_point_from_row(row) for row in rows]
+        return [point_from_row(row) for row in rows]
 
     def done(self, run_id: int) -> set[tuple[str, int]]:
         """The (key, repetition) pairs already recorded for the run: what a resume skips."""
