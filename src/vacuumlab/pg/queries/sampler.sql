@@ -1,7 +1,8 @@
--- One 1 Hz sample of a table under study (13+; no pg_stat_io before 16).
+-- One 1 Hz sample of a table under study (13+; the autovacuum time, which 18 adds, and the
+-- autovacuum workers' I/O, which 16 adds, are NULL before).
 SELECT clock_timestamp() AS at,
        s.n_dead_tup, s.n_live_tup, s.autovacuum_count, s.last_autovacuum,
-       NULL::float8 AS total_autovacuum_time_ms,
+       {autovacuum_time:c} AS total_autovacuum_time_ms,
        pg_relation_size(c.oid) AS heap_bytes,
        (SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0)
           FROM pg_index i WHERE i.indrelid = c.oid)::bigint AS index_bytes,
@@ -9,7 +10,7 @@ SELECT clock_timestamp() AS at,
             ELSE pg_total_relation_size(c.reltoastrelid) END AS toast_bytes,
        (SELECT count(*) FROM pg_stat_progress_vacuum p WHERE p.relid = c.oid)::int
            AS vacuum_running,
-       NULL::bigint AS autovacuum_read_bytes, NULL::bigint AS autovacuum_write_bytes
+       {autovacuum_io:c}
   FROM pg_class c
   LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid
  WHERE c.oid = %(relid)s
