@@ -160,30 +160,32 @@ KNOBS: dict[str, Knob] = {
 }  # fmt: skip
 
 
-#: pg_settings.setting of a stock server for the settings the advisor and the simulator read
-#: (base units: ms, s), each with the first server_version_num that has it.
-_STOCK: tuple[tuple[str, str, int], ...] = (
-    ("autovacuum", "on", 80100),
-    ("autovacuum_naptime", "60", 80100),
-    ("autovacuum_max_workers", "3", 80300),
-    ("autovacuum_worker_slots", "16", 180000),
-    ("autovacuum_vacuum_threshold", "50", 80100),
-    ("autovacuum_vacuum_scale_factor", "0.2", 80100),
-    ("autovacuum_vacuum_max_threshold", "100000000", 180000),
-    ("autovacuum_vacuum_insert_threshold", "1000", 130000),
-    ("autovacuum_vacuum_insert_scale_factor", "0.2", 130000),
-    ("autovacuum_analyze_threshold", "50", 80100),
-    ("autovacuum_analyze_scale_factor", "0.1", 80100),
-    ("autovacuum_vacuum_cost_delay", "2", 80100),
-    ("autovacuum_vacuum_cost_limit", "-1", 80100),
-    ("autovacuum_freeze_max_age", "200000000", 80200),
-    ("autovacuum_multixact_freeze_max_age", "400000000", 90300),
-    ("vacuum_cost_delay", "0", 80000),
-    ("vacuum_cost_limit", "200", 80000),
-    ("vacuum_cost_page_hit", "1", 80000),
-    ("vacuum_cost_page_miss", "2", 80000),
-    ("vacuum_cost_page_dirty", "20", 80000),
-)
+#: pg_settings.setting of a stock PostgreSQL 18 for the settings the advisor and the simulator
+#: read (base units: ms, s).
+_STOCK_18: dict[str, str] = {
+    "autovacuum": "on",
+    "autovacuum_naptime": "60",
+    "autovacuum_max_workers": "3",
+    "autovacuum_worker_slots": "16",
+    "autovacuum_vacuum_threshold": "50",
+    "autovacuum_vacuum_scale_factor": "0.2",
+    "autovacuum_vacuum_max_threshold": "100000000",
+    "autovacuum_vacuum_insert_threshold": "1000",
+    "autovacuum_vacuum_insert_scale_factor": "0.2",
+    "autovacuum_analyze_threshold": "50",
+    "autovacuum_analyze_scale_factor": "0.1",
+    "autovacuum_vacuum_cost_delay": "2",
+    "autovacuum_vacuum_cost_limit": "-1",
+    "autovacuum_freeze_max_age": "200000000",
+    "autovacuum_multixact_freeze_max_age": "400000000",
+    "vacuum_cost_delay": "0",
+    "vacuum_cost_limit": "200",
+    "vacuum_cost_page_hit": "1",
+    "vacuum_cost_page_miss": "2",
+    "vacuum_cost_page_dirty": "20",
+}
+#: The two that 18 adds.
+_NEW_IN_18 = ("autovacuum_worker_slots", "autovacuum_vacuum_max_threshold")
 
 
 def stock_settings(version_num: int = 180000) -> dict[str, str]:
@@ -191,7 +193,10 @@ def stock_settings(version_num: int = 180000) -> dict[str, str]:
     settings when nobody changed them."""
     if version_num < 130000:
         raise VacuumlabError("stock settings are known for PostgreSQL 13 and newer")
-    stock = {name: value for name, value, since in _STOCK if since <= version_num}
+    stock = dict(_STOCK_18)
+    if version_num < 180000:
+        for name in _NEW_IN_18:
+            del stock[name]
     if version_num < 140000:  # lowered from 10 in PostgreSQL 14
         stock["vacuum_cost_page_miss"] = "10"
     return stock
