@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 
 from helpers.cli import run_cli
@@ -18,7 +19,12 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnConfig
-from vacuumlab.records.churn_spec import POST_STEPS, Step
+from vacuumlab.records.churn_spec import (
+    POST_STEPS,
+    Step,
+    reloptions_in_force,
+    setting_metric,
+)
 from vacuumlab.store import Point, Store
 from vacuumlab.studies.churn import ChurnRun, load_steps
 
@@ -181,6 +187,40 @@ def test_named_server_settings_are_restored(sandbox_root: Path) -> None:
             target.check({"shared_buffers": "64MB"})
 
 
+def test_a_step_on_a_named_server_puts_back_what_the_one_before_changed(
+    sandbox: Sandbox,
+) -> None:
+    """ALTER SYSTEM on a server the user names: each step reads as the baseline plus its own
+    settings as soon as apply_step returns, a baseline set by ALTER SYSTEM comes back by value,
+    and restore still leaves postgresql.auto.conf as it was."""
+    names = ("autovacuum_vacuum_cost_limit", "autovacuum_naptime")
+
+    def read() -> tuple[str, ...]:
+        with psycopg.connect(sandbox.dsn) as conn:
+            rows = dict(conn.execute(
+                "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)", [list(names)]
+            ).fetchall())  # fmt: skip
+        return tuple(rows[n] for n in names)
+
+    sandbox.configure({"autovacuum_vacuum_cost_limit": "300"})  # the baseline, by ALTER SYSTEM
+    try:
+        naptime = read()[1]
+        target = Target.of_dsn(sandbox.dsn, allow_alter_system=True, pg_bin=None)
+        target.apply_step({"autovacuum_vacuum_cost_limit": "5000", "autovacuum_naptime": "2s"})
+        assert read() == ("5000", "2")
+        target.apply_step({"autovacuum_naptime": "3s"})
+        assert read() == ("300", "3")
+        target.apply_step({})
+        assert read() == ("300", naptime)
+        target.apply_step({"autovacuum_naptime": "4s"})
+        target.restore()
+        auto_conf = (sandbox.pgdata / "postgresql.auto.conf").read_text()
+        assert "autovacuum_vacuum_cost_limit = '300'" in auto_conf
+        assert "autovacuum_naptime" not in auto_conf
+    finally:
+        sandbox.configure({"autovacuum_vacuum_cost_limit": None})
+
+
 def _points_in(store: Path) -> int:
     if not store.exists():
         return 0
@@ -312,3 +352,39 @@ def test_named_server_run_stays_in_its_schema(database: str, tmp_path: Path) -> 
         rows = conn.execute("SELECT count(*) FROM bystander").fetchone()
     assert schemas == []  # the study's table and schema are gone
     assert rows == (100,)
+
+
+def test_continuous_steps_keep_neither_table_nor_server_settings_of_the_one_before(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """On one table for all steps: a table step, a server step, then a table step that names
+    less. Each runs with its own settings only, as read back just before its load: the server
+    step on a table without the first step's storage parameters, the last without the first's
+    cost delay and on the server's naptime as before the run."""
+    steps = (
+        Step("table", {"autovacuum_vacuum_scale_factor": "0.01",
+                       "autovacuum_vacuum_cost_delay": "0"}, "table"),
+        Step("server", {"autovacuum_naptime": "3s"}),
+        Step("table, less", {"autovacuum_vacuum_scale_factor": "0.05"}, "table"),
+    )  # fmt: skip
+    config = make_config(
+        "quick", steps=steps, seconds=2, warmup=1, backlog=1000, clients=2, jobs=1,
+        continuous=True,
+    )  # fmt: skip
+    with psycopg.connect(sandbox.dsn) as conn:
+        row = conn.execute("SELECT setting FROM pg_settings WHERE name = 'autovacuum_naptime'")
+        naptime = row.fetchone()
+    assert naptime is not None
+    assert naptime[0] != "3"
+    with Store.open(tmp_path / "results.sqlite") as store:
+        run_id = ChurnRun(config, Target.of_sandbox(sandbox), store).execute()
+        first, server, last = store.points(run_id)
+    assert reloptions_in_force(first.metrics) == {
+        "bencher": {"autovacuum_vacuum_scale_factor": "0.01", "autovacuum_vacuum_cost_delay": "0"}
+    }
+    assert reloptions_in_force(server.metrics) == {}
+    assert reloptions_in_force(last.metrics) == {
+        "bencher": {"autovacuum_vacuum_scale_factor": "0.05"}
+    }
+    naptimes = [p.metrics[setting_metric("autovacuum_naptime")] for p in (first, server, last)]
+    assert naptimes == [naptime[0], "3", naptime[0]]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,14 @@ from vacuumlab.errors import Interrupted
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import Step
-from vacuumlab.records.custom import CustomConfig, Script
-from vacuumlab.records.custom_spec import CAPTURE_SECONDS, checks, rate_metric
+from vacuumlab.records.custom import AS_IS, CustomConfig, Script
+from vacuumlab.records.custom_spec import (
+    CAPTURE_SECONDS,
+    checks,
+    rate_metric,
+    reloptions_in_force,
+    setting_metric,
+)
 from vacuumlab.records.profile import (
     CapturedTable,
     Column,
@@ -38,6 +44,7 @@ from vacuumlab.report.custom import render
 from vacuumlab.store import Store
 from vacuumlab.studies.base import Silent
 from vacuumlab.studies.custom import CustomRun
+from vacuumlab.studies.steps import load_steps
 
 DOCS = Path(__file__).parent.parent / "docs" / "studies" / "custom.md"
 NAPTIME = Step("naptime 1s", {"autovacuum_naptime": "1s"})
@@ -336,3 +343,138 @@ def test_on_a_named_server_an_interrupted_run_resumes_with_what_it_lacks(
     with psycopg.connect(embedded_database) as conn:
         left = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = 'vacuumlab'")
         assert left.fetchone() == (0,)
+
+
+# -- each step on the baseline plus its own settings ----------------------------------------
+
+#: A small table and one update a transaction, throttled: the steps below measure what the
+#: server ran with, not what the load did.
+SMALL_SCHEMA = (
+    "CREATE TABLE counts (id int PRIMARY KEY, n int NOT NULL DEFAULT 0);\n"
+    "INSERT INTO counts (id) SELECT generate_series(1, 1000);\n"
+)
+SMALL_SCRIPT = "\\set id random(1, 1000)\nUPDATE counts SET n = n + 1 WHERE id = :id;\n"
+#: The settings the steps below change, and one they leave alone.
+WATCHED = ("autovacuum_naptime", "autovacuum_vacuum_cost_delay", "autovacuum_vacuum_scale_factor",
+           "autovacuum_vacuum_cost_limit")  # fmt: skip
+
+
+def small_run(steps: tuple[Step, ...], repeat: int = 1) -> CustomConfig:
+    return CustomConfig.from_preset(
+        "quick", schema=SMALL_SCHEMA, scripts=(Script("counts.sql", SMALL_SCRIPT),), steps=steps,
+        seconds=1, warmup=0, rate=200, clients=2, jobs=1, repeat=repeat,
+    )  # fmt: skip
+
+
+def vacuum_settings(dsn: str) -> dict[str, str]:
+    """Every vacuum setting as a new session reads it, and where it comes from."""
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT name, setting || ' from ' || source FROM pg_settings WHERE name ~ 'vacuum'"
+        ).fetchall()
+    return dict(rows)
+
+
+def read_back(point: Any) -> dict[str, object]:
+    """The settings a point recorded, by name."""
+    return {n: point.metrics.get(setting_metric(n)) for n in WATCHED}
+
+
+@pytest.fixture
+def cost_delay_by_alter_system(sandbox: Sandbox) -> Iterator[str]:
+    """A baseline a step must restore by value, not by RESET: the cost delay set by ALTER
+    SYSTEM before the run (5 ms against the default 2). Yields its pg_settings.setting."""
+    sandbox.configure({"autovacuum_vacuum_cost_delay": "5ms"})
+    try:
+        yield "5"
+    finally:
+        sandbox.configure({"autovacuum_vacuum_cost_delay": None})
+
+
+def test_a_repeated_step_runs_on_the_baseline_not_on_the_steps_before(
+    sandbox: Sandbox, store: Store, tmp_path: Path, cost_delay_by_alter_system: str
+) -> None:
+    """Three partial steps twice over: the second repetition of the first reads back the
+    naptime and cost delay of the server before the run, not the third step's (which the old
+    Target left in force: naptime 10, cost delay 0), and afterwards every vacuum setting reads
+    as before the run, the one set by ALTER SYSTEM included."""
+    steps_file = tmp_path / "steps.toml"
+    steps_file.write_text(
+        '[[step]]\nname = "defaults"\nsettings = { autovacuum_vacuum_scale_factor = 0.2 }\n'
+        '[[step]]\nname = "scale 0.01"\nsettings = { autovacuum_vacuum_scale_factor = 0.01 }\n'
+        '[[step]]\nname = "eager"\nsettings = { autovacuum_naptime = "10s", '
+        "autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0 }\n"
+    )
+    before = vacuum_settings(sandbox.dsn)
+    naptime = before["autovacuum_naptime"].split()[0]
+    assert naptime != "10"
+    run_id = CustomRun(small_run(load_steps(steps_file), repeat=2), Target.of_sandbox(sandbox),
+                       store).execute()  # fmt: skip
+    points = {(p.params["step"], p.repetition): p for p in store.points(run_id)}
+    assert len(points) == 6
+    delay = cost_delay_by_alter_system
+    limit = before["autovacuum_vacuum_cost_limit"].split()[0]
+    for repetition in (0, 1):
+        assert read_back(points[1, repetition]) == {
+            "autovacuum_naptime": naptime, "autovacuum_vacuum_cost_delay": delay,
+            "autovacuum_vacuum_scale_factor": "0.2", "autovacuum_vacuum_cost_limit": limit,
+        }, repetition  # fmt: skip
+        assert read_back(points[2, repetition])["autovacuum_naptime"] == naptime
+        assert read_back(points[2, repetition])["autovacuum_vacuum_scale_factor"] == "0.01"
+        assert read_back(points[3, repetition]) == {
+            "autovacuum_naptime": "10", "autovacuum_vacuum_cost_delay": "0",
+            "autovacuum_vacuum_scale_factor": "0.01", "autovacuum_vacuum_cost_limit": limit,
+        }, repetition  # fmt: skip
+    assert vacuum_settings(sandbox.dsn) == before
+    auto_conf = (sandbox.pgdata / "postgresql.auto.conf").read_text()
+    assert "autovacuum_vacuum_cost_delay = '5'" in auto_conf
+    assert "autovacuum_naptime" not in auto_conf
+
+
+def test_scopes_leave_nothing_behind_and_an_empty_step_runs_on_the_baseline(
+    sandbox: Sandbox, store: Store, tmp_path: Path
+) -> None:
+    """A server step, a table step, then the default step that names nothing: the table step
+    runs on the server's baseline, the empty step on the baseline with the tables as built;
+    the report shows each step what it ran with."""
+    steps = (
+        Step("server", {"autovacuum_naptime": "7s", "autovacuum_vacuum_cost_limit": "5000"}),
+        Step("table", {"autovacuum_vacuum_scale_factor": "0.01",
+                       "autovacuum_vacuum_cost_delay": "0"}, "table"),
+        AS_IS,
+    )  # fmt: skip
+    before = vacuum_settings(sandbox.dsn)
+    run_id = CustomRun(small_run(steps), Target.of_sandbox(sandbox), store).execute()
+    server, table, as_is = store.points(run_id)
+    base = {n: before[n].split()[0] for n in WATCHED}
+    assert read_back(server) == base | {"autovacuum_naptime": "7",
+                                        "autovacuum_vacuum_cost_limit": "5000"}  # fmt: skip
+    assert read_back(table) == base
+    assert read_back(as_is) == base
+    assert reloptions_in_force(server.metrics) == {}
+    assert reloptions_in_force(table.metrics) == {
+        "counts": {"autovacuum_vacuum_scale_factor": "0.01", "autovacuum_vacuum_cost_delay": "0"}
+    }
+    assert reloptions_in_force(as_is.metrics) == {}
+    assert vacuum_settings(sandbox.dsn) == before
+    html = render(store, run_id, tmp_path / "report").read_text()
+    shown = {anchor: html.split(f'id="in-force-{anchor}"')[1].split("</table>")[0]
+             for anchor in ("step-1-0", "step-2-0", "step-3-0")}  # fmt: skip
+    assert ">7 s<" in shown["step-1-0"]
+    assert "this step" in shown["step-1-0"]
+    assert f">{base['autovacuum_naptime']} s<" in shown["step-2-0"]
+    assert "<td>counts</td>" in shown["step-2-0"]  # the table step's storage parameters
+    assert "<td>counts</td>" not in shown["step-3-0"]
+
+
+def test_a_key_only_non_hot_update_draws_the_identity_s_next_value() -> None:
+    """A queue whose only index is its identity key, with updates that were not HOT: the
+    replay updates the key, from the identity's own sequence. A value drawn from the replay's
+    key sequence collided with the rows the inserts added (duplicate key; pgbench aborted)."""
+    from helpers.tune import queue_profile
+    from vacuumlab.studies.custom_replay import plan
+
+    found = plan(queue_profile(5_000, 300.0), 1.0)
+    [update] = [s for s in found.scripts if "update" in s.name]
+    assert 'SET "id" = DEFAULT' in update.text
+    assert "nextval" not in update.text

@@ -71,7 +71,10 @@ _PRESET_HELP = (
 _WARMUP_HELP = "Seconds at the start of each step left out of the summary."
 _CLIENTS_HELP = "pgbench clients [default: 4 per core]."
 _JOBS_HELP = "pgbench threads [default: 1 per core]."
-_STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings) instead of the post's six."
+_STEPS_HELP = (
+    "TOML file of [[step]] tables (name, scope, settings) instead of the post's six; each step "
+    "runs on the server's settings as they were before the run plus its own."
+)
 #: Options the stepped studies (churn, custom) share with the same words.
 ClientsOpt = Annotated[
     int | None, typer.Option(help=_CLIENTS_HELP, show_default=False, metavar="N")

@@ -64,7 +64,10 @@ _SCRIPT_HELP = (
     "A pgbench script file, FILE or FILE@WEIGHT (a weight as pgbench's -f takes); repeat "
     "the option for more."
 )
-_STEPS_HELP = "TOML file of [[step]] tables (name, scope, settings), as run churn takes."
+_STEPS_HELP = (
+    "TOML file of [[step]] tables (name, scope, settings), as run churn takes; each step runs "
+    "on the server's settings as they were before the run plus its own."
+)
 
 
 @study_command(

@@ -27,10 +27,12 @@ from vacuumlab.pg.settings import (
 
 @dataclass(frozen=True, slots=True)
 class Previous:
-    """A setting as it was before a study changed it: its ALTER SYSTEM value, if any."""
+    """A setting as it was before a study changed it: its ALTER SYSTEM value, if any, and what
+    ``pg_settings.setting`` read then (what putting it back should read again)."""
 
     name: str
     auto_conf_value: str | None  # None: it was not set by ALTER SYSTEM, so RESET restores it
+    setting: str | None = None
 
 
 @dataclass
@@ -43,6 +45,9 @@ class Target:
     sandbox: Sandbox | None = None
     allow_alter_system: bool = True
     _previous: dict[str, Previous] = field(default_factory=dict)
+    #: The settings the last steps left away from the baseline: the next step puts back
+    #: those it does not name (and only those: putting back a postmaster setting restarts).
+    _changed: set[str] = field(default_factory=set)
 
     @classmethod
     def of_sandbox(cls, sandbox: Sandbox) -> Target:
@@ -55,7 +60,7 @@ class Target:
         pgbench = PgBin.locate(pg_bin).exe("pgbench")
         return cls(dsn, pgbench, f"server (PostgreSQL {version})", None, allow_alter_system)
 
-    def check(self, settings: Mapping[str, str]) -> list[SettingChange]:
+    def check(self, settings: Mapping[str, str | None]) -> list[SettingChange]:
         """Validate server-wide settings before anything runs; refuse what is not allowed."""
         if not settings:
             return []
@@ -75,20 +80,46 @@ class Target:
         return changes
 
     def apply(self, settings: Mapping[str, str]) -> None:
-        """Apply server-wide settings and wait until the server shows them."""
-        if self.sandbox is not None:
-            self._remember(settings)
-            self.sandbox.configure(settings)
+        """Apply server-wide settings on top of those in force and wait until the server
+        shows them."""
+        wanted = _named(settings)
+        self._write(wanted)
+        self._changed |= set(wanted)
+
+    def apply_step(self, settings: Mapping[str, str]) -> None:
+        """Run on the baseline (the server's settings before the run) plus ``settings``:
+        every setting an earlier step changed that these do not name goes back to its value
+        before the run (its old ALTER SYSTEM value, or RESET) in the same reload, and this
+        returns once the server shows them all. Empty ``settings``: the baseline alone."""
+        wanted = _named(settings)
+        back = [self._previous[name] for name in sorted(self._changed - set(wanted))]
+        request: dict[str, str | None] = {p.name: p.auto_conf_value for p in back}
+        request.update(wanted)
+        if request:
+            self._write(request)
+        # A reset names no value to wait for: the one pg_settings read before the run is it.
+        baseline = [SettingChange(p.name, None, p.setting, False) for p in back]
+        wait_until_applied(self.dsn, [c for c in baseline if c.expected is not None])
+        self._changed = set(wanted)
+
+    def _write(self, request: Mapping[str, str | None]) -> None:
+        """ALTER SYSTEM every setting of ``request`` (None: RESET), one reload, and wait until
+        the server shows the values set; remember each setting's value before the run."""
+        if not request:
             return
-        changes = self.check(settings)
-        self._remember(settings)
+        if self.sandbox is not None:
+            self._remember(request)
+            self.sandbox.configure(request)
+            return
+        changes = self.check(request)
+        self._remember(request)
         with connect(self.dsn, read_only=False) as session:
             for change in changes:
                 session.execute(alter_system(change))
             session.execute("SELECT pg_reload_conf()")
         wait_until_applied(self.dsn, changes)
 
-    def _remember(self, settings: Mapping[str, str]) -> None:
+    def _remember(self, settings: Mapping[str, str | None]) -> None:
         new = [name for name in settings if name not in self._previous]
         if not new:
             return
@@ -109,6 +140,12 @@ class Target:
                     session.execute(alter_system(SettingChange(name, value, None, False)))
                 session.execute("SELECT pg_reload_conf()")
         self._previous.clear()
+        self._changed.clear()
+
+
+def _named(settings: Mapping[str, str]) -> dict[str, str]:
+    """Settings by the name pg_settings gives them (lower case), as the checks take them."""
+    return {name.strip().lower(): value for name, value in settings.items()}
 
 
 def _previous_values(session: Session, names: list[str]) -> list[Previous]:
@@ -129,6 +166,7 @@ def _previous_values(session: Session, names: list[str]) -> list[Previous]:
             if row["source"] == "configuration file"
             and str(row["sourcefile"] or "").endswith("postgresql.auto.conf")
             else None,
+            row["setting"],
         )
         for row in rows
     ]

@@ -7,12 +7,24 @@ repetition); its metrics and per-second series use the names below.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from vacuumlab.records.churn import POST_STEPS, Step
 from vacuumlab.records.publication import Publication
 
-__all__ = ["POST_STEPS", "PUBLICATION", "PUBLISHED", "STUDY", "Published", "Step"]
+__all__ = [
+    "POST_STEPS",
+    "PUBLICATION",
+    "PUBLISHED",
+    "STUDY",
+    "Published",
+    "Step",
+    "reloption_metric",
+    "reloptions_in_force",
+    "setting_metric",
+    "settings_in_force",
+]
 
 STUDY = "churn"
 #: The published work this study reproduces.
@@ -56,6 +68,48 @@ METRICS: tuple[str, ...] = (
     "sawtooth_amplitude", "latency_dead_correlation",
     "autovacuum_read_bytes", "autovacuum_write_bytes",
 )  # fmt: skip
+
+
+#: What a step ran with, read back from the server just before its load started (string
+#: metrics, beside those above): every autovacuum_* and vacuum_* setting and any other a step of
+#: the run names, and each storage parameter set on the study's tables. A step runs on the
+#: server's settings as they were before the run plus its own; these say what that came to.
+SETTING_PREFIX = "setting:"
+RELOPTION_PREFIX = "reloption:"
+
+
+def setting_metric(name: str) -> str:
+    """A point's metric name for a server setting in force when its load started; its value
+    is ``pg_settings.setting`` as a string, in the setting's base unit (naptime ``60``, in s)."""
+    return f"{SETTING_PREFIX}{name}"
+
+
+def reloption_metric(table: str, option: str) -> str:
+    """A point's metric name for a storage parameter set on one of the study's tables when its
+    load started (``pg_class.reloptions``; the TOAST relation's as ``toast.NAME``, as ALTER
+    TABLE names them); its value as the catalog spells it. A parameter not set has no metric.
+    The option goes last, after the last colon."""
+    return f"{RELOPTION_PREFIX}{table}:{option}"
+
+
+def settings_in_force(metrics: Mapping[str, object]) -> dict[str, str]:
+    """The server settings a point recorded, by name (empty for a point stored before they
+    were recorded)."""
+    return {
+        name.removeprefix(SETTING_PREFIX): str(value)
+        for name, value in metrics.items()
+        if name.startswith(SETTING_PREFIX) and value is not None
+    }
+
+
+def reloptions_in_force(metrics: Mapping[str, object]) -> dict[str, dict[str, str]]:
+    """The storage parameters a point recorded, by table, then option."""
+    found: dict[str, dict[str, str]] = {}
+    for name, value in metrics.items():
+        if name.startswith(RELOPTION_PREFIX) and value is not None:
+            table, option = name.removeprefix(RELOPTION_PREFIX).rsplit(":", 1)
+            found.setdefault(table, {})[option] = str(value)
+    return found
 
 
 #: Per-second series (``series.metric``); t is seconds since the step's load started.

@@ -4,7 +4,9 @@ Each stored point is one settings step (one repetition). Beside what the churn s
 of one table (TPS, latency percentiles, dead tuples, autovacuums, growth, the sawtooth: the same
 metric and series names, ``records/churn_spec.py``), it stores each replayed table's change
 rates from ``pg_stat_all_tables`` over the step, and for a profile the captured rates times
-``--scale``: the replay's fidelity.
+``--scale``: the replay's fidelity. Like a churn step, it stores the settings in force when its
+load started (:func:`setting_metric`) and each table's storage parameters
+(:func:`reloption_metric`), as the churn study names them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,36 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from vacuumlab.records.churn_spec import METRICS as CHURN_METRICS
+from vacuumlab.records.churn_spec import (
+    reloption_metric,
+    reloptions_in_force,
+    setting_metric,
+    settings_in_force,
+)
 from vacuumlab.records.publication import Publication
+
+__all__ = [
+    "CAPTURE_SECONDS",
+    "FLUSH_INTERVAL_S",
+    "HOT_TOLERANCE",
+    "METRICS",
+    "PUBLICATION",
+    "RATES",
+    "RATE_SECONDS",
+    "SAMPLED_TABLE",
+    "STUDY",
+    "TOLERANCE",
+    "Check",
+    "Rate",
+    "Side",
+    "checks",
+    "rate_metric",
+    "rate_tables",
+    "reloption_metric",
+    "reloptions_in_force",
+    "setting_metric",
+    "settings_in_force",
+]
 
 STUDY = "custom"
 #: The user's own workload: no published work.

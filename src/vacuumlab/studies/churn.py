@@ -24,7 +24,15 @@ from vacuumlab.records.churn_spec import STUDY
 from vacuumlab.records.params import Config
 from vacuumlab.studies.base import SCHEMA, Measured, Planned, StudyRun, work_session
 from vacuumlab.studies.shared import checkpoint_if_allowed
-from vacuumlab.studies.steps import check_steps, load_steps, plan_steps, set_on_tables, step_label
+from vacuumlab.studies.steps import (
+    check_steps,
+    load_steps,
+    plan_steps,
+    read_in_force,
+    reset_on_tables,
+    set_on_tables,
+    step_label,
+)
 from vacuumlab.studies.workload import run_load, summarize_step
 
 __all__ = ["SCRIPT", "TABLE", "ChurnRun", "load_steps"]
@@ -62,6 +70,8 @@ class ChurnRun(StudyRun[ChurnConfig, ChurnPoint]):
     config_type = ChurnConfig
     tables = (TABLE,)
     _fresh_table = True
+    #: The storage parameters the last step set on the table (a continuous run keeps it).
+    _table_options: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         c = self.config
@@ -87,28 +97,36 @@ class ChurnRun(StudyRun[ChurnConfig, ChurnPoint]):
 
     def measure_point(self, planned: Planned[ChurnPoint]) -> Measured:
         """Set the step up, run its load, summarise it; the point starts when the load does
-        (t = 0 of its series)."""
+        (t = 0 of its series). The point keeps what the step ran with, read back just
+        before the load."""
         point = planned.point
         self._prepare(point.step, self._fresh_table or not self.config.continuous)
         self._fresh_table = False
         load = self._load(point, planned.repetition)
+        in_force = read_in_force(self.target.dsn, self.config.steps, (TABLE,))
         result = run_load(self.target, load, _table_oid(self.target.dsn), self.progress)
         metrics, series = summarize_step(result, self.config.warmup, self.config.seconds)
-        return Measured(metrics, series, started_at=result.started_at)
+        return Measured(metrics | in_force, series, started_at=result.started_at)
 
     def validate(self) -> None:
         """Check every step's settings before anything is measured."""
         check_steps(self.target, self.config.steps)
 
     def _prepare(self, step: Step, recreate: bool) -> None:
-        """Settings first, then (unless continuous) a fresh table with the same backlog."""
-        if step.scope == "server":
-            self.target.apply(step.settings)
+        """Settings first, then (unless continuous) a fresh table with the same backlog. The
+        step runs on the server's settings as they were before the run plus its own, and on
+        a table with its own storage parameters only: a continuous run's table loses those
+        an earlier step set."""
+        self.target.apply_step(step.settings if step.scope == "server" else {})
+        own = frozenset(step.settings) if step.scope == "table" else frozenset()
         if recreate:
             self.progress.message(f"loading {self.config.backlog:,} backlog rows")
             _create_table(self.target.dsn, self.config.backlog)
-        if step.scope == "table":
+        elif stale := self._table_options - own:
+            reset_on_tables(self.target.dsn, stale, (TABLE,))
+        if own:
             set_on_tables(self.target.dsn, step, (TABLE,))
+        self._table_options = own
 
     def _load(self, point: ChurnPoint, repetition: int) -> pgbench.Load:
         """The step's pgbench load, logging into an empty directory of its own: logs left by

@@ -3,12 +3,13 @@ steps. The workload is a captured profile (``vacuumlab capture``), replayed with
 and one pgbench script per statement class at the captured rates (``custom_replay.py``), or a
 schema file and pgbench scripts the user wrote.
 
-Each step starts from the same state: the tables built and loaded afresh, vacuumed, analysed
-and checkpointed. It measures what the churn study measures of the busiest table
-(``workload.py``), and every table's change rates from ``pg_stat_all_tables`` over the whole
-load: counters reach shared memory when a backend flushes them, and every pgbench backend has
-exited (and flushed) at the end, so the whole load is the window measured exactly. For a
-profile, the captured rates times ``--scale`` are stored beside them.
+Each step starts from the same state: the server's settings as they were before the run plus
+the step's own, the tables built and loaded afresh, vacuumed, analysed and checkpointed. It
+measures what the churn study measures of the busiest table (``workload.py``), and every
+table's change rates from ``pg_stat_all_tables`` over the whole load: counters reach shared
+memory when a backend flushes them, and every pgbench backend has exited (and flushed) at the
+end, so the whole load is the window measured exactly. For a profile, the captured rates
+times ``--scale`` are stored beside them; for every step, what it ran with, read back.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -27,7 +29,7 @@ from psycopg import conninfo, sql
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg import pgbench
 from vacuumlab.pg.connect import connect
-from vacuumlab.records.churn import ChurnPoint
+from vacuumlab.records.churn import ChurnPoint, Step
 from vacuumlab.records.custom import CustomConfig
 from vacuumlab.records.custom_spec import (
     CAPTURE_SECONDS,
@@ -44,7 +46,13 @@ from vacuumlab.studies.base import SCHEMA, Measured, Planned, StudyRun, work_ses
 from vacuumlab.studies.custom_columns import KEY_SEQUENCE
 from vacuumlab.studies.custom_replay import ReplayPlan, plan
 from vacuumlab.studies.shared import checkpoint_if_allowed
-from vacuumlab.studies.steps import check_steps, plan_steps, set_on_tables, step_label
+from vacuumlab.studies.steps import (
+    check_steps,
+    plan_steps,
+    read_in_force,
+    set_on_tables,
+    step_label,
+)
 from vacuumlab.studies.workload import run_load, summarize_step
 
 
@@ -161,24 +169,51 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
         return tuple(self._created)
 
     def measure_point(self, planned: Planned[ChurnPoint]) -> Measured:
-        """Settings, fresh tables, the load; the point starts when the load does."""
+        """One step: a server-scope step's settings on the run's baseline, or a table-scope
+        step's on every table (and the baseline's server settings)."""
         step = planned.point.step
-        if step.scope == "server" and step.settings:
-            self.target.apply(step.settings)
+        server = step.settings if step.scope == "server" else {}
+        every = step.settings if step.scope == "table" else {}
+        name = f"step-{planned.point.number}-rep-{planned.repetition}"
+        return self.measure_settings(name, server, every_table=every)
+
+    def measure_settings(
+        self,
+        name: str,
+        server: Mapping[str, str],
+        *,
+        every_table: Mapping[str, str] | None = None,
+        per_table: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> Measured:
+        """Settings, fresh tables, the load; the point starts when the load does. It runs on
+        the server's settings as they were before the run plus ``server``; the tables, built
+        afresh, carry only what they are built with and the storage parameters given here
+        (``every_table``, then each table's own in ``per_table``). ``name`` names the
+        directory of its raw files."""
+        self.target.apply_step(server)
         tables = self._build()
-        if step.scope == "table" and step.settings:
-            set_on_tables(self.target.dsn, step, tables)
+        if every_table:
+            set_on_tables(self.target.dsn, Step("every table", dict(every_table), "table"), tables)
+        for table, options in (per_table or {}).items():
+            if options:
+                set_on_tables(self.target.dsn, Step(table, dict(options), "table"), [table])
         sampled = self._sampled(tables)
+        named = (*self.config.steps, Step("settings", dict(server)))
+        in_force = read_in_force(self.target.dsn, named, tables)
         before = counters(self.target.dsn)
-        load = self._load(planned)
+        load = self._load(name)
         warm: dict[str, dict[str, Counters]] = {}
         timer = threading.Timer(
             self.config.warmup, lambda: warm.update(at=counters(self.target.dsn, wait=False))
         )
         timer.start()
-        result = run_load(self.target, load, before[sampled].oid, self.progress, self.pgbench_dsn())
-        timer.cancel()
-        timer.join()
+        try:
+            result = run_load(
+                self.target, load, before[sampled].oid, self.progress, self.pgbench_dsn()
+            )
+        finally:  # an interrupted load leaves no timer to read a server that is gone
+            timer.cancel()
+            timer.join()
         after = counters(self.target.dsn)
         c = self.config
         total = c.warmup + c.seconds
@@ -189,6 +224,7 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
         if "at" in warm:
             metrics |= hot_shares(warm["at"], after)
         metrics |= self._captured()
+        metrics |= in_force
         metrics[SAMPLED_TABLE] = sampled
         metrics[RATE_SECONDS] = total
         return Measured(metrics, series, started_at=result.started_at)
@@ -276,8 +312,8 @@ class CustomRun(StudyRun[CustomConfig, ChurnPoint]):
 
     # -- the load ---------------------------------------------------------------------------
 
-    def _load(self, planned: Planned[ChurnPoint]) -> pgbench.Load:
-        directory = self.artifacts / f"step-{planned.point.number}-rep-{planned.repetition}"
+    def _load(self, name: str) -> pgbench.Load:
+        directory = self.artifacts / name
         if directory.exists():
             shutil.rmtree(directory)
         directory.mkdir(parents=True)

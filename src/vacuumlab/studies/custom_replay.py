@@ -353,6 +353,14 @@ def _script(table: _Table, kind: str, rows: int, sets: list[str], skip_locked: b
     head = f"\\set r random(1, {max(table.rows, 1)})\n"
     key = ident(table.key) if table.key else "ctid"
     if kind == "update":
+        drawn_by_server = [c for c in sets if _automatic(table.specs[c].column)]
+        if drawn_by_server and len(drawn_by_server) == len(sets):
+            # An identity or serial column takes its next value from its own sequence, as
+            # an insert's would: a value drawn elsewhere would collide with the rows the
+            # inserts add (and an ALWAYS identity can only be set to DEFAULT).
+            assign = ", ".join(f"{ident(c)} = DEFAULT" for c in drawn_by_server)
+            return f"{head}UPDATE {t} AS u SET {assign} WHERE u.{key} IN ({pick});\n"
+        sets = [c for c in sets if c not in drawn_by_server]
         specs = [table.specs[c] for c in sets] or [table.specs[table.writable()[0].name]]
         specs = [_changing(s) if s.column.name in table.indexed else s for s in specs]
         keys = ", ".join(f"k{n}, (k{n} + 1) % {s.distinct} AS j{n}" for n, s in enumerate(specs))

@@ -1,11 +1,17 @@
 """Settings steps, as ``run churn --steps`` and ``run custom --steps`` take them: a TOML file
 of ``[[step]]`` tables, each applied server-wide or to the study's tables only (as storage
-parameters), and checked against the server before anything is measured."""
+parameters), and checked against the server before anything is measured.
+
+A step runs on the server's settings as they were before the run plus its own: nothing an
+earlier step set stays in force (``Target.apply_step``; on a table the studies keep, such as
+churn's ``--continuous`` one, :func:`reset_on_tables`). What a step ran with is read back just
+before its load (:func:`read_in_force`) and stored with its point."""
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -17,6 +23,8 @@ from vacuumlab.pg.connect import connect
 from vacuumlab.pg.settings import load_specs, to_base_unit
 from vacuumlab.pg.target import Target
 from vacuumlab.records.churn import ChurnPoint, Step
+from vacuumlab.records.churn_spec import reloption_metric, setting_metric
+from vacuumlab.store import Metric
 from vacuumlab.studies.base import SCHEMA, Planned, work_session
 
 #: Settings a step may set on a table itself (reloptions); the rest are server-wide only.
@@ -121,6 +129,49 @@ def set_on_tables(dsn: str, step: Step, tables: Iterable[str]) -> None:
             session.execute(
                 sql.SQL("ALTER TABLE {} SET ({})").format(sql.Identifier(SCHEMA, table), options)
             )
+
+
+def reset_on_tables(dsn: str, names: Iterable[str], tables: Iterable[str]) -> None:
+    """Storage parameters an earlier step set on tables a run keeps, unset again."""
+    options = sql.SQL(", ").join(sql.Identifier(name) for name in sorted(names))
+    with work_session(dsn) as session:
+        for table in tables:
+            session.execute(
+                sql.SQL("ALTER TABLE {} RESET ({})").format(sql.Identifier(SCHEMA, table), options)
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    name: str
+    setting: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    name: str
+    heap_options: list[str]
+    toast_options: list[str]
+
+
+def read_in_force(dsn: str, steps: Iterable[Step], tables: Iterable[str]) -> dict[str, Metric]:
+    """What a step runs with, read back from the server as a new session (an autovacuum
+    worker) sees it: every autovacuum_* and vacuum_* setting and any other a step of the run
+    names, and the storage parameters of each of ``tables`` and of its TOAST relation, as the
+    point's metrics (``records/churn_spec.py``)."""
+    names = sorted({name.strip().lower() for step in steps for name in step.settings})
+    with connect(dsn) as session:
+        settings = session.fetch("settings_in_force", _Setting, {"names": names})
+        options = session.fetch(
+            "table_options", _Options, {"schema": SCHEMA, "tables": sorted(set(tables))}
+        )
+    metrics: dict[str, Metric] = {setting_metric(s.name): s.setting for s in settings}
+    for row in options:
+        for prefix, found in (("", row.heap_options), ("toast.", row.toast_options)):
+            for option in found:
+                name, _, value = option.partition("=")
+                metrics[reloption_metric(row.name, prefix + name)] = value
+    return metrics
 
 
 def plan_steps(steps: tuple[Step, ...], repeat: int) -> list[Planned[ChurnPoint]]:

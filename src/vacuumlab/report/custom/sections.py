@@ -1,14 +1,16 @@
 """The custom report's view model: the steps (as the churn report shows them), the replayed
-rates of every table beside the captured ones, and the notices of steps whose replay is off."""
+rates of every table beside the captured ones, the settings each step ran with as read back
+from the server, and the notices of steps whose replay is off."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from markupsafe import Markup
 
+from vacuumlab.model.knobs import KNOBS
 from vacuumlab.records.custom import CustomConfig
 from vacuumlab.records.custom_spec import (
     RATE_SECONDS,
@@ -17,9 +19,11 @@ from vacuumlab.records.custom_spec import (
     checks,
     rate_metric,
     rate_tables,
+    reloptions_in_force,
+    settings_in_force,
 )
 from vacuumlab.report.churn import charts
-from vacuumlab.report.churn.data import Recorded, by_step, recorded
+from vacuumlab.report.churn.data import Recorded, Step, by_step, recorded
 from vacuumlab.report.churn.sections import step_cells
 from vacuumlab.report.common import DASH, Cell, metric, text
 from vacuumlab.report.page import Header, header, overview, param_rows, status_notice, stored_config
@@ -54,6 +58,16 @@ class RateRow:
 
 
 @dataclass(frozen=True, slots=True)
+class InForce:
+    """A setting or storage parameter a step ran with, as read back when its load started."""
+
+    where: str  # "server", or the table whose storage parameter it is
+    name: str
+    value: str
+    own: bool  # the step sets it
+
+
+@dataclass(frozen=True, slots=True)
 class StepView:
     number: int
     name: str
@@ -62,6 +76,7 @@ class StepView:
     sampled: str
     cells: dict[str, Cell]
     rates: list[RateRow]
+    in_force: list[InForce]
     svg: Markup
     png: str
     chart_id: str
@@ -120,17 +135,43 @@ def _deviation(check: Check) -> str:
     return f"{d * 100:+.1f} %"
 
 
-def _step_view(store: Store, step_point: tuple[object, Point], warmup: float | None,
-               out_dir: Path) -> tuple[StepView, list[Check]]:  # fmt: skip
+def _in_force(step: Step, point: Point, shown: Collection[str]) -> list[InForce]:
+    """The server settings among ``shown`` and every storage parameter of the tables, as the
+    point read them back; a setting in its base unit, named where the lab knows it."""
+    settings = settings_in_force(point.metrics)
+    rows = []
+    for name in sorted(n for n in shown if n in settings):
+        knob = KNOBS.get(name)
+        unit = f" {knob.unit}" if knob is not None and knob.unit else ""
+        own = step.scope == "server" and name in step.settings
+        rows.append(InForce("server", name, f"{settings[name]}{unit}", own))
+    for table, options in sorted(reloptions_in_force(point.metrics).items()):
+        for name, value in sorted(options.items()):
+            own = step.scope == "table" and name in step.settings
+            rows.append(InForce(table, name, value, own))
+    return rows
+
+
+def shown_settings(recorded_rows: Recorded) -> set[str]:
+    """The server settings worth a row: those a step names, and those that read differently
+    in two of the run's points."""
+    named = {name for step, _ in recorded_rows for name in step.settings}
+    read = [settings_in_force(point.metrics) for _, point in recorded_rows]
+    names = {name for settings in read for name in settings}
+    return named | {n for n in names if len({settings.get(n) for settings in read}) > 1}
+
+
+def _step_view(store: Store, step_point: tuple[Step, Point], warmup: float | None,
+               out_dir: Path, shown: Collection[str]) -> tuple[StepView, list[Check]]:  # fmt: skip
     step, point = step_point
     rows, found = _rate_rows(point)
-    svg, png, _ = charts.step_chart(store, step, point, warmup, out_dir)  # type: ignore[arg-type]
-    number = step.number  # type: ignore[attr-defined]
+    svg, png, _ = charts.step_chart(store, step, point, warmup, out_dir)
+    number = step.number
     view = StepView(
-        number=number, name=step.name, repetition=point.repetition + 1,  # type: ignore[attr-defined]
+        number=number, name=step.name, repetition=point.repetition + 1,
         anchor=f"step-{number}-{point.repetition}", sampled=text(point.metrics.get(SAMPLED_TABLE)),
-        cells=step_cells(point.metrics), rates=rows, svg=svg, png=png,
-        chart_id=f"chart-step-{number}", off=any(c.off for c in found),
+        cells=step_cells(point.metrics), rates=rows, in_force=_in_force(step, point, shown),
+        svg=svg, png=png, chart_id=f"chart-step-{number}", off=any(c.off for c in found),
     )  # fmt: skip
     return view, found
 
@@ -147,10 +188,11 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
     warmup = float(config.warmup) if config is not None else None
     rows: Recorded = recorded(points)
     steps = by_step(rows)
+    shown = shown_settings(rows)
     views, notices = [], []
     for number in sorted(steps):
         for pair in steps[number]:
-            view, found = _step_view(store, pair, warmup, out_dir)
+            view, found = _step_view(store, pair, warmup, out_dir, shown)
             views.append(view)
             if view.off:
                 notices.append(_off_notice(view, found))
