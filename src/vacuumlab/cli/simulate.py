@@ -1,4 +1,5 @@
-"""``vacuumlab simulate``: the launcher and workers over the hours ahead, from two snapshots."""
+"""``vacuumlab simulate``: the launcher and workers over the hours ahead, from two snapshots
+or from a captured workload profile."""
 
 from __future__ import annotations
 
@@ -62,6 +63,16 @@ def simulate_command(
         ),
     ] = None,
     store_path: StoreOpt = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            help="A workload profile (vacuumlab capture) instead of a server: its tables with "
+            "their captured shape, rates and settings; --set names a table schema.table.",
+            show_default=False,
+            metavar="FILE",
+        ),
+    ] = None,
     hours: Annotated[
         float, typer.Option("--hours", help="How far ahead to simulate.", metavar="HOURS")
     ] = 24.0,
@@ -87,6 +98,8 @@ def simulate_command(
     --set autovacuum_naptime=15s --set public.jobs.autovacuum_vacuum_scale_factor=0.01
 
     Example: vacuumlab simulate --run 7   (a period that watch --record kept)
+
+    Example: vacuumlab simulate --profile queue.json --set autovacuum_naptime=10s
     """
     from vacuumlab.model.forecast import forecast
     from vacuumlab.model.whatif import parse
@@ -95,6 +108,13 @@ def simulate_command(
         raise VacuumlabError("--hours takes a number above 0 and up to 744 (31 days)")
     changes = [parse(text) for text in sets or []]
     changes = [_checked(c, _ANY_VERSION) for c in changes]
+    if profile is not None:
+        if dsn is not None or input_ or run is not None:
+            raise VacuumlabError(
+                "--profile simulates a captured profile: give no DSN, --input or --run"
+            )
+        _output(_profiled(profile, hours, changes), fmt, output, limit)
+        return
     if run is not None:
         if dsn is not None or input_:
             raise VacuumlabError("--run replays a recorded watch: give no DSN and no --input")
@@ -116,6 +136,16 @@ def _checked(change: Change, version: int) -> Change:
     value = k.in_base_unit(change.value)
     k.check(value, change.scope, version)
     return replace(change, value=value)
+
+
+def _profiled(path: Path, hours: float, changes: list[Change]) -> Simulation:
+    """The profile's tables over ``hours``, the what-ifs checked against its server version."""
+    from vacuumlab.model.profiled import forecast_profile
+    from vacuumlab.records.profile import load_profile
+
+    captured = load_profile(path)
+    changes = [_checked(c, captured.server_version_num) for c in changes]
+    return forecast_profile(captured, hours=hours, changes=changes)
 
 
 def _recorded(run_id: int, store_path: Path | None) -> tuple[Snapshot, Snapshot]:
