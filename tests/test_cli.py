@@ -71,6 +71,7 @@ def test_command_tree_is_complete() -> None:
             "run scheduling",
             "run custom",
             "capture",
+            "tune",
         }
         | {"exporter", "watch"}
         | {

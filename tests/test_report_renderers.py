@@ -22,6 +22,7 @@ from helpers.fillfactor import make_fillfactor_run
 from helpers.report import make_churn_run
 from helpers.scheduling import make_scheduling_run
 from helpers.toast import make_toast_run
+from helpers.tune_report import make_tune_run
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records import (
     churn_spec,
@@ -30,6 +31,7 @@ from vacuumlab.records import (
     fillfactor_spec,
     scheduling_spec,
     toast_spec,
+    tune_spec,
 )
 from vacuumlab.report import RENDERERS, advice_text
 from vacuumlab.report.advice_html import render_html
@@ -37,7 +39,10 @@ from vacuumlab.report.advice_md import render_markdown
 from vacuumlab.report.churn_text import summary_table
 from vacuumlab.store import Store
 
-SPECS = (churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec, custom_spec)
+SPECS = (
+    churn_spec, cost_driver_spec, fillfactor_spec, toast_spec, scheduling_spec, custom_spec,
+    tune_spec,
+)  # fmt: skip
 MAKERS: dict[str, Callable[[Store], int]] = {
     churn_spec.STUDY: lambda s: make_churn_run(s, steps=2),
     cost_driver_spec.STUDY: lambda s: make_cost_driver_run(s, repeat=1, manual=True),
@@ -45,6 +50,7 @@ MAKERS: dict[str, Callable[[Store], int]] = {
     toast_spec.STUDY: lambda s: make_toast_run(s),
     scheduling_spec.STUDY: lambda s: make_scheduling_run(s),
     custom_spec.STUDY: lambda s: make_custom_run(s, recorded=2),
+    tune_spec.STUDY: make_tune_run,
 }
 
 
@@ -122,6 +128,8 @@ REPORT_MODULES = (
     "vacuumlab.report.fillfactor",
     "vacuumlab.report.toast",
     "vacuumlab.report.scheduling",
+    "vacuumlab.report.custom",
+    "vacuumlab.report.tune",
     "vacuumlab.report.watch",
     "vacuumlab.report.advice_md",
     "vacuumlab.report.advice_html",

@@ -1,7 +1,7 @@
 """The ``vacuumlab`` command: parses, calls the library, picks an output format.
 
 Each command group lives in a module of its own (``sandbox``, ``run``, ``advise``,
-``capture``, ``simulate``, ``watch``, ``exporter``, ``report``);
+``capture``, ``simulate``, ``tune``, ``watch``, ``exporter``, ``report``);
 this one builds the app and turns errors into one line. Errors the user can act on
 (:class:`VacuumlabError`) print one line and exit with 2; Ctrl-C and SIGTERM unwind cleanly
 (servers started here are stopped) and exit with 130.
@@ -24,6 +24,7 @@ from vacuumlab.cli.run import run_app
 from vacuumlab.cli.run_custom import run_custom as run_custom  # registers `run custom`
 from vacuumlab.cli.sandbox import demo, sandbox_app
 from vacuumlab.cli.simulate import simulate_command
+from vacuumlab.cli.tune import tune_command
 from vacuumlab.cli.watch import watch_command
 from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import default_dir, interrupt_on_signals
@@ -41,6 +42,7 @@ app.command("snapshot", cls=WordsCommand)(snapshot)
 app.command("advise", cls=WordsCommand)(advise_command)
 app.command("capture", cls=WordsCommand)(capture_command)
 app.command("simulate", cls=WordsCommand)(simulate_command)
+app.command("tune", cls=WordsCommand)(tune_command)
 app.command("exporter", cls=WordsCommand)(exporter_command)
 app.command("watch", cls=WordsCommand)(watch_command)
 app.command("demo")(demo)

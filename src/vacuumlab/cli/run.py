@@ -460,15 +460,23 @@ def _execute(run: Any, display: RunDisplay) -> int:
             return int(run.execute())
     except Interrupted:
         if run.run_id is not None:
+            command = "tune" if run.study == "tune" else f"run {run.study}"
             err.print(
                 f"run {run.run_id} interrupted; its finished points are stored. "
-                f"Continue with: vacuumlab run {run.study} --resume {run.run_id}"
+                f"Continue with: vacuumlab {command} --resume {run.run_id}"
             )
         raise
 
 
 def _print_summary(study: str, store: Store, run_id: int) -> None:
-    """The churn study also prints its steps' table on the terminal."""
+    """The churn study also prints its steps' table on the terminal; a tune its verdict and
+    the SQL that puts the winner in force."""
+    if study == "tune":
+        from vacuumlab.report.tune_text import verdict_lines
+
+        for text in verdict_lines(store, run_id):
+            out.print(text, markup=False, highlight=False)
+        return
     if study == "churn":
         from vacuumlab.report.churn_text import finding, summary_table
 

@@ -21,12 +21,13 @@ from vacuumlab.studies.custom import CustomRun
 from vacuumlab.studies.fillfactor import FillfactorRun
 from vacuumlab.studies.scheduling import SchedulingRun
 from vacuumlab.studies.toast import ToastRun
+from vacuumlab.studies.tune.run import TuneRun
 
 AnyRun = StudyRun[Any, Any]
 
 STUDIES: dict[str, type[AnyRun]] = {
     run.study: run
-    for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun, SchedulingRun, CustomRun)
+    for run in (ChurnRun, CostDriverRun, ToastRun, FillfactorRun, SchedulingRun, CustomRun, TuneRun)
 }
 
 

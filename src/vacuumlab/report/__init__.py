@@ -29,6 +29,7 @@ _MODULES = {
     "toast": "vacuumlab.report.toast",
     "scheduling": "vacuumlab.report.scheduling",
     "custom": "vacuumlab.report.custom",
+    "tune": "vacuumlab.report.tune",
     "watch": "vacuumlab.report.watch",
 }
 
