@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import psycopg
 import pytest
 
+from helpers.tune import queue_profile
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab import Where
 from vacuumlab.lab.registry import STUDIES, study_run
@@ -137,7 +138,8 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "custom": {
         "schema": "CREATE TABLE t (id int)",
         "scripts": (Script(name="a.sql", text="INSERT INTO t VALUES (1);\n", weight=2),),
-    }
+    },
+    "tune": {"profile": queue_profile(1_000, 10.0).model_dump(mode="json")},
 }
 
 
