@@ -179,3 +179,21 @@ def test_a_bad_tune_config_is_refused(overrides: dict[str, object], message: str
     base: dict[str, object] = {"profile": profile(QUEUE).model_dump(mode="json")}
     with pytest.raises(VacuumlabError, match=message):
         TuneConfig.from_preset("quick", **(base | overrides))
+
+
+def test_autovacuum_off_where_captured_is_turned_on_in_every_searched_trial() -> None:
+    """Tried as a new user would: a server with autovacuum off gave 2,000 candidates that all
+    scored alike (no vacuum but a forced one can run), and a pick no better than the
+    current settings."""
+    off = profile(QUEUE).model_copy(
+        update={"settings": [Setting(name="autovacuum", setting="off", unit=None,
+                                     source="configuration file")]}
+    )  # fmt: skip
+    space = default_space(off, 180000)
+    assert space.fixed == {"server.autovacuum": "on"}
+    assert any("autovacuum is off" in line for line in space.left_out)
+    stage = first_stage(
+        Predictor(off, 1.0, 70), space.dimensions, space.fixed, candidates=100, seed=0
+    )
+    assert stage.current.vacuums == 0
+    assert stage.best.prediction.dead_peak < stage.current.dead_peak / 3

@@ -170,7 +170,7 @@ class TuneRun(StudyRun[TuneConfig, TrialPoint]):
         found = {}
         for s in self.profile.settings:
             k = KNOBS.get(s.name)
-            if k is None or "server" not in k.scopes or version < k.since or s.name == "autovacuum":
+            if k is None or "server" not in k.scopes or version < k.since:
                 continue
             found[s.name] = s.setting
         return found

@@ -72,6 +72,7 @@ def default_space(profile: Profile, lab_version: int, *, restart_ok: bool = True
     for captured in profile.tables:
         for name in _table_settings(captured, left):
             _add(dims, left, name, captured.shape.name, _TABLE_RANGES[name], versions)
+    fixed = _switched_on(profile, left)
     several = len(profile.tables) > 1 or any(t.shape.toast_bytes for t in profile.tables)
     for name, (low, high, log) in _SERVER_RANGES.items():
         k = knob(name)
@@ -82,7 +83,26 @@ def default_space(profile: Profile, lab_version: int, *, restart_ok: bool = True
             left.append(f"{name}: needs a restart, and only the sandbox is restarted")
             continue
         _add(dims, left, name, None, (low, high, log), versions)
-    return Space(tuple(dims), {}, tuple(left))
+    return Space(tuple(dims), fixed, tuple(left))
+
+
+def _switched_on(profile: Profile, left: list[str]) -> dict[str, str]:
+    """Autovacuum on in every searched trial where the captured server or table has it off:
+    thresholds searched with autovacuum off would all score alike (only a forced vacuum
+    runs). The current settings' trial still runs with it off, as captured."""
+    fixed: dict[str, str] = {}
+    server = {s.name: s.setting for s in profile.settings}
+    if server.get("autovacuum", "on") == "off":
+        fixed["server.autovacuum"] = "on"
+        left.append("autovacuum is off on the captured server: every searched trial turns it on")
+    for t in profile.tables:
+        options = dict(o.split("=", 1) for o in t.shape.reloptions if "=" in o)
+        if options.get("autovacuum_enabled", "on").lower() in ("off", "false", "0", "no"):
+            fixed[f"{t.shape.name}.autovacuum_enabled"] = "on"
+            left.append(
+                f"{t.shape.name}: autovacuum_enabled is off; every searched trial turns it on"
+            )
+    return fixed
 
 
 def _add(
