@@ -95,3 +95,14 @@ def test_a_trial_whose_replay_missed_its_rates_cannot_win() -> None:
     verdict = decide(results, "dead")
     assert verdict.best is None
     assert not verdict.improved
+
+
+def test_a_hot_share_the_settings_moved_is_no_flag() -> None:
+    """Vacuuming every second gave a queue's replay a HOT share of 0.5 where 0.98 was
+    captured: an outcome of the settings, not a replay that missed its workload."""
+    rates = {"rate:replayed:inserts:jobs": 150.0, "rate:captured:inserts:jobs": 150.0,
+             "rate:replayed:updates:jobs": 150.0, "rate:captured:updates:jobs": 150.0,
+             "rate:replayed:hot_updates:jobs": 75.0, "rate:captured:hot_updates:jobs": 147.0,
+             "rate_seconds": 35}  # fmt: skip
+    [result] = group([(FAST, measured(300, 5.0, **rates))])
+    assert result.flagged is None

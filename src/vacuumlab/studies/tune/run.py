@@ -315,8 +315,9 @@ class TuneRun(StudyRun[TuneConfig, TrialPoint]):
             )
             left += f" ({budget:.0f} min of the budget left)"
         words = _METRIC_WORDS.get(metric, metric)
+        digits = 2 if metric == "latency_p99_ms" else 0
         self.progress.message(
-            f"best so far: trial {best.point.number}, {words} {best.mean(metric):,.1f}"
+            f"best so far: trial {best.point.number}, {words} {best.mean(metric) or 0:,.{digits}f}"
             f"{spread}{left}"
         )
 
@@ -348,10 +349,10 @@ class TuneRun(StudyRun[TuneConfig, TrialPoint]):
         return Space(self.config.space, self.config.fixed).describe()
 
     def _warm(self, stage: FirstStage) -> list[Candidate]:
-        """The pick, then the lowest predicted peaks unlike it."""
+        """The lowest predicted peaks unlike the pick (measured already, as a reference)."""
         others = [c for c in stage.front if c.values != stage.best.values]
         others.sort(key=lambda c: c.prediction.dead_peak)
-        return [self._completed(c) for c in [stage.best, *others[:WARM_START]]]
+        return [self._completed(c) for c in others[:WARM_START]]
 
     def _completed(self, candidate: Candidate) -> Candidate:
         """The candidate with the settings the simulator cannot see at their captured value
