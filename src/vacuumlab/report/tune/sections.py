@@ -307,8 +307,8 @@ def _importance(tune: Tune, out_dir: Path) -> Importance:
     shares = sorted(verdict.importance.items(), key=lambda kv: (-kv[1], kv[0]))
     rows = [(key, pct(share)) for key, share in shares]
     caption = (
-        "Each setting's share of the variance of the objective among the measured trials "
-        "(fANOVA): how much of the difference between trials it explains."
+        "Each setting's importance among the measured trials (Optuna's PED-ANOVA): how much "
+        "the trials that reached the lowest objective differ from the rest in it."
     )
     place = ("Which settings mattered", "importance.png")
     drawn = chart("importance", charts.importance(shares), place, caption, out_dir)
