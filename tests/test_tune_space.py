@@ -20,6 +20,7 @@ from vacuumlab.records.profile import (
     Shape,
 )
 from vacuumlab.records.tune import Dimension, TrialPoint, TrialSettings, TuneConfig
+from vacuumlab.studies.tune.search import Search
 from vacuumlab.studies.tune.simulated import Predictor, first_stage
 from vacuumlab.studies.tune.space import default_space, narrowed
 
@@ -197,3 +198,26 @@ def test_autovacuum_off_where_captured_is_turned_on_in_every_searched_trial() ->
     )
     assert stage.current.vacuums == 0
     assert stage.best.prediction.dead_peak < stage.current.dead_peak / 3
+
+
+def test_the_search_journal_resumes_and_ranks_the_settings(tmp_path: Path) -> None:
+    """The measured search's state survives its process (a journal file), and the settings'
+    importance comes out once there are enough trials (it once needed scikit-learn)."""
+    space = (
+        Dimension("autovacuum_naptime", None, 1, 300, log=True, integer=True),
+        Dimension("autovacuum_vacuum_scale_factor", "queue", 0.001, 0.4, log=True),
+    )
+    journal = tmp_path / "optuna.journal"
+    search = Search(journal, space, {}, "dead", seed=0)
+    grid = [(n, f) for n in (10, 30, 60, 120) for f in (0.01, 0.05, 0.1, 0.2)]
+    for number, (naptime, scale) in enumerate(grid, 1):
+        values = {"server.autovacuum_naptime": str(naptime),
+                  "queue.autovacuum_vacuum_scale_factor": str(scale)}  # fmt: skip
+        search.add(number, values, {"dead_tuples_peak": 1200.0 * naptime + scale})
+    asked = search.ask(17)
+    assert set(asked.server) == {"autovacuum_naptime"}
+    again = Search(journal, space, {}, "dead", seed=0)  # as --resume opens it
+    assert again.told() == set(range(1, 17))
+    ranked = again.importance()
+    assert set(ranked) == {"server.autovacuum_naptime", "queue.autovacuum_vacuum_scale_factor"}
+    assert ranked["server.autovacuum_naptime"] > ranked["queue.autovacuum_vacuum_scale_factor"]
