@@ -141,8 +141,20 @@ def test_the_importance_appears_largest_first(html: str) -> None:
 
 def test_too_few_trials_to_tell_the_importance(tmp_path: Path, store: Store) -> None:
     page = _text(_render(store, tmp_path / "out", importance={}))
-    assert "Too few trials to tell which settings mattered" in page
+    assert "Too few measured trials to tell which settings mattered" in page
     assert 'id="importance-table"' not in page
+
+
+def test_too_few_trials_shows_the_simulator_s_ranking(tmp_path: Path, store: Store) -> None:
+    ranked = {"server.autovacuum_naptime": 0.8, "orders<x>.autovacuum_vacuum_scale_factor": 0.2}
+    page = _text(_render(store, tmp_path / "out", importance={}, simulated_importance=ranked))
+    assert "Too few measured trials to tell" in page
+    assert "Among the simulator&#39;s candidates" in page
+    table = page[page.index('id="importance-table"') :]
+    table = table[: table.index("</table>")]
+    shown = re.findall(r'<td class="code">([^<]*)</td><td class="num">(\d+) %</td>', table)
+    assert shown == [("server.autovacuum_naptime", "80"),
+                     (str(escape("orders<x>.autovacuum_vacuum_scale_factor")), "20")]  # fmt: skip
 
 
 def test_a_tune_without_a_verdict_says_it_did_not_finish(unfinished: str) -> None:

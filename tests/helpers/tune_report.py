@@ -24,6 +24,7 @@ from vacuumlab.records.tune_spec import (
     STAGE_BEST,
     STAGE_CURRENT,
     STAGE_FRONT,
+    STAGE_IMPORTANCE,
     STAGE_SCORED,
     STAGE_SECONDS,
     STAGE_SPACE,
@@ -147,6 +148,7 @@ def make_tune_run(
     *,
     finished: bool = True,
     importance: dict[str, float] | None = None,
+    simulated_importance: dict[str, float] | None = None,
     objective: Objective = "dead",
     ray: bool = False,
 ) -> int:
@@ -162,6 +164,8 @@ def make_tune_run(
         STAGE_BEST: json.dumps(PICK), STAGE_CURRENT: json.dumps(CURRENT_PREDICTION),
         STAGE_SPACE: json.dumps(SPACE_LINES),
     }  # fmt: skip
+    if simulated_importance is not None:
+        stage[STAGE_IMPORTANCE] = json.dumps(simulated_importance)
     store.record_point(run_id, {"stage": SIMULATOR_STAGE}, 0, stage, started_at=when,
                        ended_at=when)  # fmt: skip
     order = [(t, 0) for t in TRIALS]

@@ -39,6 +39,7 @@ STAGE_FRONT: Final = "front_json"  # [{"values": {key: value}, "prediction": {..
 STAGE_BEST: Final = "best_json"  # {"values": …, "prediction": …}
 STAGE_CURRENT: Final = "current_json"  # the current settings' prediction
 STAGE_SPACE: Final = "space_json"  # [line, …]: the space as printed before the search
+STAGE_IMPORTANCE: Final = "importance_json"  # {key: share}: the settings' importance there
 
 #: The verdict's metrics.
 VERDICT_TEXT: Final = "verdict"
@@ -46,7 +47,11 @@ VERDICT_IMPROVED: Final = "improved"  # 1 or 0
 VERDICT_WINNER: Final = "winner"  # trial number, or None
 VERDICT_P: Final = "p_value"
 VERDICT_SQL: Final = "sql"
-VERDICT_IMPORTANCE: Final = "importance_json"  # {key: share}
+VERDICT_IMPORTANCE: Final = "importance_json"  # {key: share}; {} below IMPORTANCE_TRIALS
+#: Measured trials the settings' importance needs among them: with fewer, a ranking of ten
+#: settings by a handful of trials is noise (seven trials ranked naptime last where it
+#: decided every result), and the report shows the simulator's ranking instead.
+IMPORTANCE_TRIALS: Final = 10
 
 
 def predicted(name: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from vacuumlab.records.tune import OBJECTIVES, Objective, TrialPoint, TuneConfig
@@ -18,6 +18,7 @@ from vacuumlab.records.tune_spec import (
     STAGE_BEST,
     STAGE_CURRENT,
     STAGE_FRONT,
+    STAGE_IMPORTANCE,
     STAGE_SCORED,
     STAGE_SECONDS,
     STAGE_SPACE,
@@ -54,6 +55,8 @@ class Stage:
     best: Candidate | None
     current: dict[str, float] | None
     space: list[str]
+    #: Setting key → importance among the simulator's candidates (empty in older runs).
+    importance: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,17 +193,22 @@ def _stage(point: Point) -> Stage:
         best=_candidate(_json(m.get(STAGE_BEST))),
         current=_prediction(_json(m.get(STAGE_CURRENT))),
         space=[str(line) for line in space] if isinstance(space, list) else [],
+        importance=_shares(_json(m.get(STAGE_IMPORTANCE))) or {},
     )
+
+
+def _shares(importance: object) -> dict[str, float] | None:
+    """Setting key → share, from the stored JSON; None when it holds none that can be read."""
+    if not isinstance(importance, Mapping):
+        return None
+    found = {str(k): value_of(importance, k) for k in importance}
+    return {k: v for k, v in found.items() if v is not None}
 
 
 def _verdict(point: Point) -> StoredVerdict:
     m = point.metrics
     winner, measurements = m.get(VERDICT_WINNER), point.params.get("measurements")
-    importance = _json(m.get(VERDICT_IMPORTANCE))
-    shares = None
-    if isinstance(importance, Mapping):
-        found = {str(k): value_of(importance, k) for k in importance}
-        shares = {k: v for k, v in found.items() if v is not None}
+    shares = _shares(_json(m.get(VERDICT_IMPORTANCE)))
     return StoredVerdict(
         text=str(m.get(VERDICT_TEXT) or ""),
         improved=bool(value_of(m, VERDICT_IMPROVED)),

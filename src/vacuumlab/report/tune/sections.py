@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vacuumlab.records.tune_spec import PREDICTIONS
+from vacuumlab.records.tune_spec import IMPORTANCE_TRIALS, PREDICTIONS
 from vacuumlab.report.common import DASH, Cell, format_seconds
 from vacuumlab.report.page import (
     Chart,
@@ -293,26 +293,35 @@ def _pareto(tune: Tune, out_dir: Path) -> Chart | None:
 
 # -- which settings mattered -----------------------------------------------------------------
 
-TOO_FEW = ("Too few trials to tell which settings mattered: it takes three measured trials of "
-           "the search or more, whose outcomes differ.")  # fmt: skip
+TOO_FEW = (f"Too few measured trials to tell which settings mattered: it takes "
+           f"{IMPORTANCE_TRIALS} or more, whose outcomes differ.")  # fmt: skip
 NOT_ENDED = "The settings' importance is computed when the tune ends; this one did not end."
+ON_SIMULATOR = (" Among the simulator's candidates (fillfactor is not simulated), the settings "
+                "ranked as below.")  # fmt: skip
 
 
 def _importance(tune: Tune, out_dir: Path) -> Importance:
     verdict = tune.verdict
-    if verdict is None:
-        return Importance([], NOT_ENDED, None)
-    if not verdict.importance:
-        return Importance([], TOO_FEW, None)
-    shares = sorted(verdict.importance.items(), key=lambda kv: (-kv[1], kv[0]))
+    measured = verdict.importance if verdict is not None else None
+    note = None if verdict is not None else NOT_ENDED
+    if measured:
+        ranked, source = measured, "among the measured trials"
+    else:
+        note = note or TOO_FEW
+        ranked = tune.stage.importance if tune.stage is not None else {}
+        if not ranked:
+            return Importance([], note, None)
+        note += ON_SIMULATOR
+        source = "among the simulator's candidates"
+    shares = sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0]))
     rows = [(key, pct(share)) for key, share in shares]
     caption = (
-        "Each setting's importance among the measured trials (Optuna's PED-ANOVA): how much "
-        "the trials that reached the lowest objective differ from the rest in it."
+        f"Each setting's importance {source} (Optuna's PED-ANOVA): how much the settings of "
+        "those that reached the lowest dead-tuple peak differ from the rest in it."
     )
     place = ("Which settings mattered", "importance.png")
     drawn = chart("importance", charts.importance(shares), place, caption, out_dir)
-    return Importance(rows, None, drawn)
+    return Importance(rows, note, drawn)
 
 
 # -- the current settings against the best trial ---------------------------------------------

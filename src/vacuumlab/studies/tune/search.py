@@ -9,7 +9,6 @@ interrupted) is marked failed when the tune resumes: the search asks again inste
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,9 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from vacuumlab.records.tune import Dimension, Objective, TrialSettings
+from vacuumlab.records.tune_spec import IMPORTANCE_TRIALS
 from vacuumlab.stats.tune import objective_metrics, value_of
-from vacuumlab.studies.tune.simulated import as_values, distributions, quiet_optuna
+from vacuumlab.studies.tune.simulated import as_values, distributions, importance, quiet_optuna
 
 _NAME = "vacuumlab-tune"
 _TRIAL = "vacuumlab_trial"
@@ -116,21 +116,9 @@ class Search:
         self.study.add_trial(trial)
 
     def importance(self) -> dict[str, float]:
-        """Each setting's importance to a low first objective among the measured trials
-        (Optuna's PED-ANOVA evaluator, which needs no scikit-learn, unlike its fANOVA);
-        empty with too few trials to say."""
+        """Each setting's importance among the measured trials; empty below
+        :data:`IMPORTANCE_TRIALS` of them."""
         complete = self.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if len(complete) < 3:
+        if len(complete) < IMPORTANCE_TRIALS:
             return {}
-        try:
-            with warnings.catch_warnings():
-                # It says that it ranks settings by how they reach low values: as wanted.
-                warnings.simplefilter("ignore", UserWarning)
-                found = optuna.importance.get_param_importances(
-                    self.study,
-                    evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
-                    target=lambda t: t.values[0],
-                )
-        except (RuntimeError, ValueError, ZeroDivisionError):
-            return {}
-        return {str(k): float(v) for k, v in found.items()}
+        return importance(self.study)

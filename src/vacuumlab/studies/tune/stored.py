@@ -13,6 +13,7 @@ from vacuumlab.records.tune_spec import (
     STAGE_BEST,
     STAGE_CURRENT,
     STAGE_FRONT,
+    STAGE_IMPORTANCE,
     STAGE_SCORED,
     STAGE_SECONDS,
     STAGE_SPACE,
@@ -32,6 +33,7 @@ def stage_metrics(stage: FirstStage, space: list[str]) -> dict[str, Metric]:
         STAGE_BEST: json.dumps(candidate(stage.best)),
         STAGE_CURRENT: json.dumps(asdict(stage.current)),
         STAGE_SPACE: json.dumps(space),
+        STAGE_IMPORTANCE: json.dumps(stage.importance),
     }
 
 
@@ -51,6 +53,8 @@ def stage_of(metrics: Mapping[str, Any]) -> FirstStage:
         current = prediction(json.loads(str(metrics[STAGE_CURRENT])))
     except (KeyError, ValueError, TypeError) as exc:
         raise VacuumlabError(f"the stored simulator stage cannot be read: {exc}") from None
+    ranked = json.loads(str(metrics.get(STAGE_IMPORTANCE) or "{}"))
     return FirstStage(
-        int(metrics[STAGE_SCORED] or 0), float(metrics[STAGE_SECONDS] or 0), front, best, current
-    )
+        int(metrics[STAGE_SCORED] or 0), float(metrics[STAGE_SECONDS] or 0), front, best, current,
+        {str(k): float(v) for k, v in ranked.items()},
+    )  # fmt: skip
