@@ -178,3 +178,35 @@ def test_help_never_imports_ray() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_a_tune_measures_its_trials_side_by_side_on_ray(
+    local_ray: None, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The tuner's loop stays here and hands Ray a round of trials at a time (two slots):
+    the references in two rounds, then the search's proposals."""
+    from helpers.tune import queue_profile
+    from vacuumlab.records.tune import TuneConfig
+    from vacuumlab.records.tune_spec import kind
+    from vacuumlab.studies.tune.run import TuneRun
+    from vacuumlab.studies.tune.space import default_space
+
+    profile = queue_profile(5_000, 300.0)
+    space = default_space(profile, 180000)
+    tune = TuneConfig.from_preset(
+        "quick", profile=profile.model_dump(mode="json"), space=space.dimensions,
+        fixed=space.fixed, trials=4, confirm=0, candidates=50, seconds=3, warmup=1, clients=2,
+        jobs=1,
+    )  # fmt: skip
+    with Store.open(tmp_path / "results.sqlite") as store:
+        run = TuneRun(tune, Target.of_sandbox(sandbox), store)
+        run.executor = cluster.RayExecutor()
+        run_id = run.execute()
+        points = store.points(run_id)
+        [execution] = store.executions(run_id)
+    trials = sorted(p.params["trial"] for p in points if kind(p.params) == "trial")
+    assert trials == [1, 2, 3, 4]
+    assert execution.executor == "ray"
+    assert execution.side_by_side
+    assert [kind(p.params) for p in points].count("verdict") == 1

@@ -36,7 +36,10 @@ class RunDisplay:
         self._step: TaskID | None = None
 
     def started(self, total: int) -> None:
-        self._total = total
+        # The first word stands: a tune says its whole count, then hands an executor one
+        # round of trials at a time, and each round says its own.
+        if not self._total:
+            self._total = total
 
     def point_started(self, label: str, seconds: int | None) -> None:
         if seconds is not None:

@@ -206,10 +206,9 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
         try:
             if self.executor is None:
                 self.store.record_execution(self.run_id, "local", {socket.gethostname(): 1})
-                self.measure(todo)
             else:
                 self.store.record_execution(self.run_id, self.executor.name, self.executor.nodes())
-                self.executor.measure(self, todo)
+            self.dispatch(todo)
             status = "done"
         except BaseException as exc:
             status = "failed" if isinstance(exc, Exception) else "interrupted"
@@ -221,6 +220,13 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
             finally:
                 self.store.finish_run(self.run_id, status)
         return self.run_id
+
+    def dispatch(self, todo: list[Planned[PointT]]) -> None:
+        """Measure ``todo``: in the one local loop, or all of it on the executor."""
+        if self.executor is None:
+            self.measure(todo)
+        else:
+            self.executor.measure(self, todo)
 
     def measure(self, todo: list[Planned[PointT]]) -> None:
         """The one measure loop: each point measured, committed, reported."""

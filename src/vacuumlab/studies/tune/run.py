@@ -201,6 +201,11 @@ class TuneRun(StudyRun[TuneConfig, TrialPoint]):
 
     # -- the loop ------------------------------------------------------------------------------
 
+    def dispatch(self, todo: list[Planned[TrialPoint]]) -> None:
+        """The tune's own loop, here, with or without an executor: it proposes each round of
+        trials from the ones measured before, and hands the round to the executor."""
+        self.measure(todo)
+
     def measure(self, todo: list[Planned[TrialPoint]]) -> None:
         """The simulator's stage, the references, the search, the confirmation, the verdict."""
         assert self.run_id is not None
