@@ -221,3 +221,19 @@ def test_the_search_journal_resumes_and_ranks_the_settings(tmp_path: Path) -> No
     ranked = again.importance()
     assert set(ranked) == {"server.autovacuum_naptime", "queue.autovacuum_vacuum_scale_factor"}
     assert ranked["server.autovacuum_naptime"] > ranked["queue.autovacuum_vacuum_scale_factor"]
+
+
+def test_the_answer_changes_only_what_the_captured_server_does_not_have() -> None:
+    from vacuumlab.model.profiled import snapshots
+    from vacuumlab.studies.tune.answer import recommendations
+
+    captured = profile(QUEUE)
+    winner = TrialSettings(
+        {"autovacuum_naptime": "60", "autovacuum_vacuum_cost_limit": "2000"},
+        {"queue": {"fillfactor": "100", "autovacuum_vacuum_scale_factor": "0.01"}},
+    )
+    recs = recommendations(winner, snapshots(captured)[1], {"queue": "public.queue"}, 180000)
+    assert [r.sql for r in recs] == [
+        'ALTER TABLE "public"."queue" SET ("autovacuum_vacuum_scale_factor" = \'0.01\');',
+        "ALTER SYSTEM SET \"autovacuum_vacuum_cost_limit\" = '2000'; SELECT pg_reload_conf();",
+    ]
