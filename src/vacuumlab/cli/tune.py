@@ -21,7 +21,8 @@ _OBJECTIVE_HELP = (
 )
 _SPACE_HELP = (
     'TOML file narrowing the search: [server] and [table."schema.name"] sections, each '
-    "setting = [low, high], { levels = [...] }, a fixed value, or false (docs/tune.md)."
+    "setting = [low, high], { levels = [...] }, a fixed value, or false (docs/tune.md) "
+    "[default: every setting that can matter for the profile's tables]."
 )
 _BUDGET_HELP = (
     "Wall time the tune may take, e.g. 30m or 2h; no trial starts that cannot end within it "
@@ -33,7 +34,9 @@ def tune_command(
     profile: Annotated[
         Path | None,
         typer.Option(
-            "--profile", help="A workload profile from `vacuumlab capture`.", metavar="FILE"
+            "--profile",
+            help="A workload profile from `vacuumlab capture` (needed unless --resume).",
+            metavar="FILE",
         ),
     ] = None,
     objective: Annotated[
