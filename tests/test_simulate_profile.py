@@ -336,9 +336,10 @@ def test_simulate_profile_in_every_format(saved: Path, fmt: str, marker: str) ->
 @pytest.mark.parametrize(
     ("extra", "fragment"),
     [
-        (("postgresql://nobody@nowhere/db",), "give no DSN, --input or --run"),
-        (("--input", "a.json", "--input", "b.json"), "give no DSN, --input or --run"),
-        (("--run", "3"), "give no DSN, --input or --run"),
+        (("postgresql://nobody@nowhere/db",), "give no DSN, --input, --run or --interval"),
+        (("--input", "a.json", "--input", "b.json"), "give no DSN, --input, --run or --interval"),
+        (("--run", "3"), "give no DSN, --input, --run or --interval"),
+        (("--interval", "2min"), "its rates over its own window"),
         (("--set", "public.missing.autovacuum_enabled=off"), "the profile holds no table"),
         (("--set", "autovacuum_vacuum_max_threshold=-5"), "out of range"),
     ],

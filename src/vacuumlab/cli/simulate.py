@@ -36,13 +36,14 @@ _ANY_VERSION = 10**7
 def simulate_command(
     dsn: DsnArg = None,
     interval: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--interval",
-            help="Time between the two snapshots the rates come from.",
+            help="Time between the two snapshots the rates come from [default: 60s].",
+            show_default=False,
             metavar="DURATION",
         ),
-    ] = "60s",
+    ] = None,
     input_: Annotated[
         list[Path] | None,
         typer.Option(
@@ -109,9 +110,10 @@ def simulate_command(
     changes = [parse(text) for text in sets or []]
     changes = [_checked(c, _ANY_VERSION) for c in changes]
     if profile is not None:
-        if dsn is not None or input_ or run is not None:
+        if dsn is not None or input_ or run is not None or interval is not None:
             raise VacuumlabError(
-                "--profile simulates a captured profile: give no DSN, --input or --run"
+                "--profile simulates a captured profile, its rates over its own window: give "
+                "no DSN, --input, --run or --interval"
             )
         _output(_profiled(profile, hours, changes), fmt, output, limit)
         return
@@ -120,7 +122,7 @@ def simulate_command(
             raise VacuumlabError("--run replays a recorded watch: give no DSN and no --input")
         before, after = _recorded(run, store_path)
     else:
-        before, after = _snapshots(dsn, interval, input_, data_dir)
+        before, after = _snapshots(dsn, interval or "60s", input_, data_dir)
     changes = [_checked(c, after.server.version_num) for c in changes]
     sim = forecast(before, after, hours=hours, changes=changes)
     _output(sim, fmt, output, limit)
