@@ -127,7 +127,9 @@ def _overrides(profile_path: Path, space_path: Path | None, scale: float,
 
     loaded = load_profile(profile_path)
     plan(loaded, scale)  # refuses a table it cannot build, now
-    lab_version = loaded.server_version_num  # the space is checked on the lab's server too
+    # Checked against the profile's version here, for the SQL; the server-wide settings a
+    # trial sets are checked against the lab's own server when the run starts.
+    lab_version = loaded.server_version_num
     found = default_space(loaded, lab_version)
     if space_path is not None:
         found = narrowed(found, space_path, loaded, lab_version)

@@ -41,18 +41,23 @@ def load_steps(path: Path) -> tuple[Step, ...]:
         scope = "table"            # or "server" (the default)
         settings = { autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0 }
     """
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise VacuumlabError(f"{path} is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise VacuumlabError(f"{path} is not valid TOML: {exc}") from None
+    data = read_toml(path)
     entries = data.get("step")
     if not isinstance(entries, list) or not entries:
         raise VacuumlabError(f"{path} has no [[step]] tables")
     return tuple(_step(entry, number, path) for number, entry in enumerate(entries, start=1))
+
+
+def read_toml(path: Path) -> dict[str, object]:
+    """A TOML file the user wrote (steps, a tune's space), or a one-line error."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VacuumlabError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise VacuumlabError(f"{path} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VacuumlabError(f"{path} is not valid TOML: {exc}") from None
 
 
 def _step(entry: object, number: int, path: Path) -> Step:

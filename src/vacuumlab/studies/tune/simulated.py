@@ -134,17 +134,16 @@ class Predictor:
 
     def outcomes(self, settings: TrialSettings) -> list[Outcome]:
         """The trial simulated once per launcher phase (:data:`PHASES`)."""
+        # A trial starts on tables just built and vacuumed, which is where the profile's
+        # snapshots start every table (model/profiled.py: as a vacuum leaves it).
         given = inputs(self.before, self.after, self.changes(settings))
-        # A trial starts on tables just built and vacuumed: nothing dead, nothing inserted
-        # since, every page all-visible.
-        subjects = [
-            replace(s, dead=0.0, inserted=0.0, all_visible=s.pages, counted_pages=s.pages,
-                    touched=0.0)
-            for s in given.subjects
-        ]  # fmt: skip
         every = given.launcher.launch_every_s
         return [
-            simulate(subjects, replace(given.launcher, first_launch_s=phase * every), self.window_s)
+            simulate(
+                given.subjects,
+                replace(given.launcher, first_launch_s=phase * every),
+                self.window_s,
+            )
             for phase in PHASES
         ]
 

@@ -20,8 +20,6 @@ profile's server version (the SQL is for that server) and on the lab's (the tria
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.model.knobs import Knob, Scope, knob
 from vacuumlab.records.profile import CapturedTable, Profile
 from vacuumlab.records.tune import Dimension
+from vacuumlab.studies.steps import read_toml
 
 #: Default ranges, in base units: (low, high, log scale).
 _TABLE_RANGES: dict[str, tuple[float, float, bool]] = {
@@ -153,7 +152,7 @@ def _text(k: Knob, number: float) -> str:
 
 def narrowed(space: Space, path: Path, profile: Profile, lab_version: int) -> Space:
     """``space`` narrowed by the TOML file at ``path``; a one-line error for anything off."""
-    data = _read(path)
+    data = read_toml(path)
     tables = {t.shape.name: t for t in profile.tables}
     by_qualified = {t.shape.qualified: t.shape.name for t in profile.tables}
     dims = {d.key: d for d in space.dimensions}
@@ -258,14 +257,3 @@ def _number(value: object) -> float:
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _read(path: Path) -> Mapping[str, object]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise VacuumlabError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise VacuumlabError(f"{path} is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise VacuumlabError(f"{path} is not valid TOML: {exc}") from None
