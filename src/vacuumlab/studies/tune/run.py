@@ -166,7 +166,7 @@ class TuneRun(StudyRun[TuneConfig, TrialPoint]):
 
     @cached_property
     def _captured_wanted(self) -> dict[str, str]:
-        version = self._lab_settings_version
+        version, _ = self._lab
         found = {}
         for s in self.profile.settings:
             k = KNOBS.get(s.name)
@@ -175,16 +175,17 @@ class TuneRun(StudyRun[TuneConfig, TrialPoint]):
             found[s.name] = s.setting
         return found
 
-    @cached_property
-    def _lab_settings_version(self) -> int:
-        with connect(self.target.dsn) as session:
-            return int(session.info.version_num)
+    @property
+    def _lab_settings(self) -> dict[str, str]:
+        return self._lab[1]
 
     @cached_property
-    def _lab_settings(self) -> dict[str, str]:
-        """The lab's server's settings before the tune changed any."""
+    def _lab(self) -> tuple[int, dict[str, str]]:
+        """The lab's server's version and settings before the tune changed any, in one
+        session."""
         with connect(self.target.dsn) as session:
-            return {row.name: row.setting for row in session.fetch("settings", Setting)}
+            rows = session.fetch("settings", Setting)
+            return int(session.info.version_num), {row.name: row.setting for row in rows}
 
     def measure_point(self, planned: Planned[TrialPoint]) -> Measured:
         """One trial: the replay under the captured settings plus the trial's own, with the
