@@ -213,6 +213,40 @@ def test_partitioned_table_sums_its_partitions(embedded_database: str) -> None:
     assert "'2025-01-01'" not in profile.literals  # bounds of partitions are not followed
 
 
+def test_a_partition_attached_during_the_window_is_no_rate(embedded_database: str) -> None:
+    """A table attached as a partition brings its counters from before: summed with the
+    others they read as 5,000 inserts in the window, where 300 rows came in it."""
+    execute(
+        embedded_database,
+        "CREATE TABLE events (id int, at date) PARTITION BY RANGE (at)",
+        "CREATE TABLE events_1 PARTITION OF events "
+        "FOR VALUES FROM ('2025-01-01') TO ('2025-02-01')",
+        "CREATE TABLE events_2 (id int, at date)",
+        "INSERT INTO events_2 SELECT g, '2025-02-01' FROM generate_series(1, 5000) g",
+        "CREATE TABLE events_3 PARTITION OF events "
+        "FOR VALUES FROM ('2025-03-01') TO ('2025-04-01')",
+        "INSERT INTO events_3 SELECT g, '2025-03-01' FROM generate_series(1, 700) g",
+        "SELECT pg_stat_force_next_flush()",
+    )
+
+    def work() -> None:
+        execute(
+            embedded_database,
+            "ALTER TABLE events ATTACH PARTITION events_2 "
+            "FOR VALUES FROM ('2025-02-01') TO ('2025-03-01')",
+            "ALTER TABLE events DETACH PARTITION events_3",
+            "INSERT INTO events SELECT g, '2025-01-05' FROM generate_series(1, 300) g",
+        )
+
+    profile = capture(embedded_database, ["events"], 1.0, wait=then_idle(work))
+    table = profile.table("public.events")
+    assert table.rates.inserts * profile.seconds == pytest.approx(300, abs=0.5)
+    assert table.rates.dead_tuples == 0
+    [note] = [n for n in profile.notes if n.what == "public.events"]
+    assert "2 partition(s) attached, detached" in note.reason
+    assert "from the 1 partition(s) there from start to end" in note.reason
+
+
 def test_a_table_never_counted_by_vacuum_or_analyze_has_its_live_rows(
     embedded_database: str,
 ) -> None:

@@ -60,6 +60,7 @@ class _SessionFacts:
 @dataclass(frozen=True, slots=True)
 class _Counters:
     relid: int
+    leaf: int
     inserts: int
     updates: int
     hot_updates: int
@@ -164,9 +165,14 @@ class _Capture:
                 f"{seconds:.0f} s: the rates are over the shorter window",
             )
 
-    def _counters(self, tables: Iterable[Resolved]) -> dict[int, _Counters]:
+    def _counters(self, tables: Iterable[Resolved]) -> dict[int, dict[int, _Counters]]:
+        """Each captured table's leaves' counters (a table outside a partition tree is its
+        own only leaf), by the table's oid, then the leaf's."""
         rows = self.session.fetch("capture_counters", _Counters, {"oids": [t.oid for t in tables]})
-        return {row.relid: row for row in rows}
+        found: dict[int, dict[int, _Counters]] = {}
+        for row in rows:
+            found.setdefault(row.relid, {})[row.leaf] = row
+        return found
 
     # -- pg_stat_statements --------------------------------------------------------------
 
@@ -247,13 +253,21 @@ class _Capture:
         captured_at: datetime,
         seconds: float,
         shaped: Sequence[Shaped],
-        before: dict[int, _Counters],
-        after: dict[int, _Counters],
+        before: dict[int, dict[int, _Counters]],
+        after: dict[int, dict[int, _Counters]],
         statements: list[Statement] | None,
     ) -> Profile:
         tables = []
         for table in shaped:
-            rates, changed = _rates(before.get(table.oid), after.get(table.oid), seconds)
+            then, now = before.get(table.oid, {}), after.get(table.oid, {})
+            if moved := sorted(then.keys() ^ now.keys()):
+                self.notes.add(
+                    table.shape.qualified,
+                    f"{len(moved)} partition(s) attached, detached, created or dropped during "
+                    "the window: their counters are left out of the rates, which come from the "
+                    f"{len(then.keys() & now.keys())} partition(s) there from start to end",
+                )
+            rates, changed = _rates(then, now, seconds)
             explained = 0.0
             if statements is not None:
                 explained = self._explained(table, statements, changed, seconds)
@@ -342,18 +356,26 @@ def _statement(
     )
 
 
-def _rates(before: _Counters | None, after: _Counters | None, seconds: float) -> tuple[Rates, int]:
-    """The counters' rates over the window, and the rows changed (inserts, updates, deletes).
-    A counter that went back (a statistics reset) counts from zero."""
-    if before is None or after is None:
-        return Rates(inserts=0, updates=0, hot_updates=0, deletes=0, dead_tuples=0), 0
+def _rates(
+    before: dict[int, _Counters], after: dict[int, _Counters], seconds: float
+) -> tuple[Rates, int]:
+    """The counters' rates over the window, and the rows changed (inserts, updates, deletes),
+    summed over the leaves counted at both ends: a partition attached during the window
+    brings its counters from before it (and one detached takes its own away), which are no
+    rate. A counter that went back (a statistics reset) counts from zero."""
+    pairs = [(before[leaf], after[leaf]) for leaf in sorted(before.keys() & after.keys())]
 
     def grew(name: str) -> int:
-        old, new = getattr(before, name), getattr(after, name)
-        return int(new if new < old else new - old)
+        total = 0
+        for old_row, new_row in pairs:
+            old, new = getattr(old_row, name), getattr(new_row, name)
+            total += int(new if new < old else new - old)
+        return total
 
     newpage = None
-    if before.newpage_updates is not None and after.newpage_updates is not None:
+    if pairs and all(
+        old.newpage_updates is not None and new.newpage_updates is not None for old, new in pairs
+    ):
         newpage = grew("newpage_updates") / seconds
     rates = Rates(
         inserts=grew("inserts") / seconds,
@@ -361,7 +383,7 @@ def _rates(before: _Counters | None, after: _Counters | None, seconds: float) ->
         hot_updates=grew("hot_updates") / seconds,
         newpage_updates=newpage,
         deletes=grew("deletes") / seconds,
-        dead_tuples=(after.dead_tuples - before.dead_tuples) / seconds,
+        dead_tuples=sum(new.dead_tuples - old.dead_tuples for old, new in pairs) / seconds,
         autovacuums=grew("autovacuums"),
         autoanalyzes=grew("autoanalyzes"),
     )
