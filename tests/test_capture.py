@@ -21,6 +21,7 @@ from helpers.db import execute
 from vacuumlab.collect.capture import capture, open_session
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.profile import Note, Profile, load_profile
+from vacuumlab.studies.custom_replay import plan
 
 SCHEMA = "my app"
 TABLE = 'Job "Queue" ü'
@@ -245,6 +246,11 @@ def test_a_partition_attached_during_the_window_is_no_rate(embedded_database: st
     [note] = [n for n in profile.notes if n.what == "public.events"]
     assert "2 partition(s) attached, detached" in note.reason
     assert "from the 1 partition(s) there from start to end" in note.reason
+    # run custom replays it as one table, and says so.
+    replay = plan(profile, 1.0)
+    assert "public.events is partitioned (RANGE (at)): replayed as one table" in replay.notes
+    [build] = replay.tables
+    assert "PARTITION" not in build.create.upper()
 
 
 def test_a_table_never_counted_by_vacuum_or_analyze_has_its_live_rows(

@@ -93,10 +93,11 @@ FRESH_BULK_LOAD = Expect(
     may=(Match("half the table dead", "bloat", "public.bulk", title="estimated bloat: 50%"),),
     must=(
         Match(
-            "never analysed yet",
+            "never vacuumed or analyzed: its thresholds count 0 rows, not 1,000× its threshold",
             "thresholds",
             "public.bulk",
-            title="never analysed yet",
+            title="never vacuumed or analyzed, so its thresholds count 0 rows",
+            detail="Once its 200,000 live rows are counted, they become",
             at_least="info",
         ),
     ),
@@ -128,3 +129,83 @@ def test_fresh_bulk_load(embedded_database: str, verdict: Verdict) -> None:
     unknown = {t.heap.qualified_name for t in later.tables if t.heap.reltuples < 0}
     assert "public.bulk" in unknown  # the scenario is the one it claims: never analysed yet
     verdict(advice, FRESH_BULK_LOAD)
+
+
+PARTITIONED = (
+    "CREATE TABLE events (id int NOT NULL, at date NOT NULL, v int NOT NULL) "
+    "PARTITION BY RANGE (at)",
+    *(
+        f"CREATE TABLE events_{q} PARTITION OF events FOR VALUES FROM "
+        f"('2026-{3 * q - 2:02d}-01') TO ('{2026 + q // 4}-{(3 * q) % 12 + 1:02d}-01')"
+        + (" WITH (autovacuum_enabled = off)" if q == 4 else "")
+        for q in (1, 2, 3, 4)
+    ),
+    "INSERT INTO events SELECT g, date '2026-01-01' + g % 365, 0 FROM generate_series(1, 200000) g",
+)
+#: Updates through the partitioned table of rows in its first quarter.
+PARTITION_CHURN = (
+    "\\set id random(1, 200000)\n"
+    "UPDATE events SET v = v + 1 WHERE id = :id AND at < '2026-04-01';\n"
+)
+_OTHER_QUESTIONS = ("timing", "workers", "bloat", "hot", "toast", "wraparound", "horizon")
+_EVENTS_4_ON = Match(
+    "autovacuum back on for the partition that has it off",
+    "thresholds",
+    "public.events_4",
+    setting="autovacuum_enabled",
+    at_least="info",
+)
+PARTITIONED_NEVER_ANALYZED = Expect(
+    top=(Top(_EVENTS_4_ON, needed=True),),
+    must=(
+        Match(
+            "the partitioned table's missing statistics, with ANALYZE",
+            "thresholds",
+            "public.events",
+            title="partitioned table never analyzed: 200,000 rows in 4 partitions",
+            detail='ANALYZE "public"."events";',
+        ),
+        Match(
+            "the partition with autovacuum off keeps its own finding",
+            "thresholds",
+            "public.events_4",
+            title="autovacuum is off for it",
+            at_least="info",
+        ),
+    ),
+    must_not=(
+        NO_FILLFACTOR,
+        *(
+            Match(f"no {q} finding on the partitioned table", q, "public.events", at_least="info")
+            for q in _OTHER_QUESTIONS
+        ),
+        Match(
+            "no storage parameter on the partitioned table (it takes none)",
+            relation="public.events",
+            setting="autovacuum_vacuum_scale_factor",
+            at_least="info",
+        ),
+    ),
+)
+
+
+@pytest.mark.slow
+def test_partitioned_table_never_analyzed(
+    embedded_database: str, sandbox: Sandbox, tmp_path: Path, verdict: Verdict
+) -> None:
+    """A table partitioned by range into four, 200,000 rows loaded and never analyzed by
+    anyone, its first quarter updated through it; its last partition has autovacuum off.
+    Must: the partitioned table's missing statistics, with ANALYZE as the fix (autovacuum
+    never analyzes a partitioned table); the last partition's own finding under its own name.
+    Must not: any other question's finding, or a storage parameter, on the partitioned table
+    (it holds no rows and takes no autovacuum parameters)."""
+    execute(embedded_database, *PARTITIONED)
+    script = tmp_path / "partition.sql"
+    script.write_text(PARTITION_CHURN)
+    with pgbench_load(sandbox, embedded_database, 30, clients=2, script=script):
+        advice, _ = advise_over(embedded_database, interval=15)
+    verdict(advice, PARTITIONED_NEVER_ANALYZED)
+    [status] = advice.partitioned
+    assert (status.relation, status.partitions, status.rows) == ("public.events", 4, 200000)
+    grouped = {t.relation for t in advice.tables if t.partition_of == "public.events"}
+    assert {f"public.events_{q}" for q in (1, 2, 3, 4)} <= grouped

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import cast
 
 from vacuumlab import __version__
-from vacuumlab.advise import simulated
+from vacuumlab.advise import partitions, simulated
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.table_status import table_statuses
 from vacuumlab.memory import collector_paused
@@ -54,6 +54,7 @@ def _advise(ctx: Context) -> Advice:
         exact=ctx.exact_probed,
         findings=findings,
         tables=table_statuses(ctx),
+        partitioned=partitions.statuses(ctx),
         notes=list(ctx.now.notes),
     )
 

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.estimate import table_rates
+from vacuumlab.advise.partitions import partition_of
 from vacuumlab.records.advice import TableStatus
 
 #: Validates the status rows in one call: at 20,000 relations, one call per row costs a sixth more.
@@ -21,8 +22,10 @@ _PROGRESS = itemgetter("vacuum_progress")
 def table_statuses(ctx: Context) -> list[TableStatus]:
     """Every relation's row of the advice's status table, most progress to its next vacuum
     first."""
-    rates = table_rates(ctx)
+    rates = ctx.memo["table_rates"] = table_rates(ctx)
     names = ctx.names
+    roots = partition_of(ctx) if ctx.now.partitioned else {}
+    owners = ctx.owners
     # Relations sharing options share one Effective, and so one sorted list of overrides.
     overridden: dict[int, list[str]] = {}
     rows = []
@@ -50,6 +53,12 @@ def table_statuses(ctx: Context) -> list[TableStatus]:
                 "estimated_vacuum_seconds": duration,
                 "needs_analyze": t.needs_analyze,
                 "forced": t.forced,
+                "never_counted": t.relation.reltuples < 0,
+                "partition_of": roots.get(
+                    owners[oid].oid if (oid := t.relation.oid) in owners else oid
+                )
+                if roots
+                else None,
             }
         )
     # Most progress first, ordered before validation with a key read in C; a stable sort in

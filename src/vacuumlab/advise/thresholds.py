@@ -7,11 +7,11 @@ the churn study supports, with its measurement.
 
 from __future__ import annotations
 
-from vacuumlab.advise import horizon
+from vacuumlab.advise import horizon, partitions
 from vacuumlab.advise import toast as toast_options
 from vacuumlab.advise.context import Context, alter_system, alter_table, label
 from vacuumlab.model import balance
-from vacuumlab.model.thresholds import Thresholds, parse_bool
+from vacuumlab.model.thresholds import Thresholds, parse_bool, with_rows
 from vacuumlab.records.advice import Finding, Recommendation
 from vacuumlab.records.snapshot import Relation, Table
 from vacuumlab.units import share_of
@@ -35,13 +35,18 @@ def findings(ctx: Context) -> list[Finding]:
     # so the rest cost no list built and extended.
     for t in ctx.thresholds:
         name = names[t.relation.oid]
-        if (waiting := _waiting(ctx, t, name)) is not None:
+        waiting = _waiting(ctx, t, name)
+        if waiting is not None:
             found.append(waiting)
         if not t.is_toast:
             if (queue := _queue(ctx, t, name)) is not None:
                 found.append(queue)
-            if (analyze := _analyze(t, name)) is not None:
+            # A table never counted has its analyze told in its waiting finding.
+            if (waiting is None or not _never_counted(t)) and (
+                analyze := _analyze(ctx, t, name)
+            ) is not None:
                 found.append(analyze)
+    found.extend(partitions.findings(ctx))
     found.extend(_global_off(ctx))
     return found
 
@@ -51,6 +56,16 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> Finding | None:
     if not t.past_threshold or max(t.dead, t.inserted) < MIN_DEAD:
         return None
     reason, severity, recommendations = _why(ctx, t, name)
+    if _never_counted(t):
+        return Finding(
+            question="thresholds",
+            severity=severity,
+            relation=name,
+            title=f"never vacuumed or analyzed, so its thresholds count 0 rows: {reason}",
+            detail=_never_counted_detail(ctx, t),
+            evidence=_evidence(t) | {"n_live_tup": t.relation.n_live_tup},
+            recommendations=recommendations,
+        )
     return Finding(
         question="thresholds",
         severity=severity,
@@ -67,22 +82,61 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> Finding | None:
     )
 
 
-def _analyze(t: Thresholds, name: str) -> Finding | None:
+def _never_counted(t: Thresholds) -> bool:
+    """reltuples -1 (14+): no vacuum or analyze has counted the rows yet."""
+    return t.relation.reltuples < 0
+
+
+def _never_counted_detail(ctx: Context, t: Thresholds) -> str:
+    """What its thresholds are while reltuples is -1 (autovacuum takes it as 0 rows,
+    relation_needs_vacanalyze()), and what they become once its live rows are counted."""
+    now = [f"{t.dead:,} dead tuples against {t.vacuum:,.0f}"]
+    if t.insert is not None:
+        now.append(f"{t.inserted:,} inserted against {t.insert:,.0f}")
+    if t.analyze is not None:
+        now.append(f"{t.modified:,} changed against {t.analyze:,.0f} for an analyze")
+    live = t.relation.n_live_tup
+    text = (
+        "reltuples is -1: no vacuum or analyze has counted its rows yet, and autovacuum takes "
+        "that as 0 rows, so every threshold is its base alone (" + "; ".join(now) + ")."
+    )
+    if t.effective.active and t.effective.table_enabled:
+        text += " autovacuum takes it at its next visit."
+    if live:
+        counted = with_rows(t, float(live))
+        text += (
+            f" Once its {live:,} live rows are counted, they become "
+            + ", ".join(f"{value:,.0f} {what}" for what, value in counted)
+            + "."
+        )
+    return text
+
+
+def _analyze(ctx: Context, t: Thresholds, name: str) -> Finding | None:
     """Past the analyze threshold: autovacuum analyses it at its next visit (doanalyze in
     relation_needs_vacanalyze())."""
     if not t.needs_analyze or t.modified < MIN_DEAD or t.analyze is None:
         return None
     never = t.relation.reltuples < 0
+    if never:
+        return Finding(
+            question="thresholds",
+            severity="info",
+            relation=name,
+            title="never analyzed: an autoanalyze is due",
+            detail="Until it runs, the planner works from no statistics. "
+            + _never_counted_detail(ctx, t),
+            evidence={"n_mod_since_analyze": t.modified, "analyze_threshold": t.analyze},
+        )
     return Finding(
         question="thresholds",
         severity="info",
         relation=name,
         title=f"{share_of(t.modified / max(t.analyze, 1), 'its analyze threshold')}: "
-        + ("never analysed yet" if never else "an autoanalyze is due"),
+        "an autoanalyze is due",
         detail=(
             f"{t.modified:,} rows changed since the last analyze against a threshold of "
-            f"{t.analyze:,.0f}. Until it runs, the planner works from "
-            + ("no statistics." if never else "the previous statistics.")
+            f"{t.analyze:,.0f}. Until it runs, the planner works from the previous statistics."
         ),
         evidence={"n_mod_since_analyze": t.modified, "analyze_threshold": t.analyze},
     )

@@ -40,6 +40,7 @@ class Probe:
 PROBES: tuple[Probe, ...] = (
     Probe("settings", "settings", m.Setting),
     Probe("tables", "tables", m.Relation, sized=True),
+    Probe("partitioned", "partitioned", m.Partitioned),
     Probe("io", "io", m.IoRow),
     Probe("checkpointer", "checkpointer", m.Checkpointer, single=True),
     Probe("bgwriter", "bgwriter", m.Bgwriter, single=True),

@@ -198,6 +198,21 @@ def vacuum_threshold(
     return vacuum
 
 
+def with_rows(t: Thresholds, rows: float) -> list[tuple[str, float]]:
+    """The thresholds ``t``'s relation gets once a vacuum or analyze counts ``rows``
+    (reltuples), with its settings as they are: a relation never counted (reltuples -1) has
+    its base thresholds alone until then. Its pages are taken as not yet frozen."""
+    e = t.effective
+    found = [("dead tuples for a vacuum", vacuum_threshold(e, rows))]
+    if t.insert is not None and e.insert_threshold is not None:
+        found.append(("inserted for a vacuum", e.insert_threshold + e.insert_scale_factor * rows))
+    if t.analyze is not None:
+        found.append(
+            ("changed for an analyze", e.analyze_threshold + e.analyze_scale_factor * rows)
+        )
+    return found
+
+
 def unfrozen(relation: Relation, version_num: int) -> float:
     """The share of the insert threshold's reltuples that counts: 1 − relallfrozen/relpages
     (18+; frozen pages do not count towards inserts), 1 before."""

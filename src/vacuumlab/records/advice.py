@@ -83,6 +83,30 @@ class TableStatus(Record):
     forced: str | None = Field(
         default=None, description='"xid" or "mxid": past a freeze limit, vacuumed regardless'
     )
+    never_counted: bool = Field(
+        default=False,
+        description="reltuples -1: never vacuumed or analyzed, its thresholds count 0 rows",
+    )
+    partition_of: str | None = Field(
+        default=None, description="schema.table of the partitioned table it belongs to (top)"
+    )
+
+
+class PartitionedStatus(Record):
+    """A partitioned table in the status table: the sums of its leaf partitions, each of
+    which has its own row."""
+
+    relation: str
+    partitions: int
+    rows: int
+    dead: int
+    inserted: int
+    modified: int
+    dead_per_second: float | None = Field(
+        description="the sum of its partitions' own rates, each over both snapshots"
+    )
+    analyzed_rows: float | None = Field(description="rows its last ANALYZE counted; None never")
+    last_analyze: datetime | None
 
 
 class Advice(Record):
@@ -95,6 +119,7 @@ class Advice(Record):
     exact: bool = False
     findings: list[Finding] = Field(default_factory=list)
     tables: list[TableStatus] = Field(default_factory=list)
+    partitioned: list[PartitionedStatus] = Field(default_factory=list)
     notes: list[ProbeNote] = Field(default_factory=list)
 
     def dump_json(self) -> str:

@@ -155,6 +155,25 @@ class Table(Record):
     toast: Relation | None
 
 
+class Partitioned(Record):
+    """A partitioned table (relkind ``p``): it holds no rows, its partitions do. autovacuum
+    analyzes each partition and never the partitioned table, whose own statistics (over
+    every partition, for queries over the whole tree) come from a manual ANALYZE alone."""
+
+    oid: int
+    schema_name: str
+    name: str
+    reltuples: float = Field(description="rows at its last ANALYZE; -1 never analyzed")
+    last_analyze: datetime | None
+    analyze_count: int | None
+    parent: int | None = Field(description="the partitioned table above it, if any")
+    leaves: list[int] = Field(description="the oids of its tree's leaf partitions, all levels")
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.schema_name}.{self.name}"
+
+
 class IoRow(Record):
     """One row of ``pg_stat_io`` (PostgreSQL 16+); bytes are computed on 16 and 17."""
 
@@ -383,6 +402,10 @@ class Snapshot(Record):
     server: ServerInfo
     settings: list[Setting] = []
     tables: list[Table] = []
+    partitioned: list[Partitioned] = Field(
+        default=[],
+        description="partitioned tables (PostgreSQL 14+); empty in snapshots saved before",
+    )
     io: list[IoRow] = []
     checkpointer: Checkpointer | None = None
     bgwriter: Bgwriter | None = None
