@@ -38,8 +38,8 @@ from vacuumlab.lab.advice import TIMEOUTS, collect_advice
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.advice import Advice
-from vacuumlab.report.advice_html import render_html
-from vacuumlab.report.advice_md import render_markdown
+from vacuumlab.report.advice.html import render_html
+from vacuumlab.report.advice.markdown import render_markdown
 
 #: Seconds for 10,000 tables, end to end (issue 10, "Performance").
 ADVISE_GOAL_S = 1.0

@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from vacuumlab.records.churn import POST_STEPS, ChurnConfig, ChurnPoint
-from vacuumlab.report.churn_text import summary_table
+from vacuumlab.report.churn.text import summary_table
 from vacuumlab.store import Store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -64,7 +64,7 @@ def test_the_final_settings_are_compared_with_the_posts_last_step(tmp_path: Path
 
 
 def test_one_line_says_what_the_numbers_mean(tmp_path: Path) -> None:
-    from vacuumlab.report.churn_text import finding
+    from vacuumlab.report.churn.text import finding
 
     with Store.open(tmp_path / "results.sqlite") as store:
         apart = finding(store, _demo_run(store, spread=0.02))

@@ -17,7 +17,7 @@ from vacuumlab.collect.snapshot import collect
 from vacuumlab.model import horizon as hm
 from vacuumlab.pg.connect import connect
 from vacuumlab.records.snapshot import Backend, Snapshot, Table, VacuumProgress
-from vacuumlab.report import snapshot_text
+from vacuumlab.report.snapshot.text import horizon_tables
 from vacuumlab.watch import cluster
 
 LONG_AGO = T0 - timedelta(hours=2)
@@ -82,7 +82,7 @@ def test_a_running_lazy_vacuum_holds_nothing(running: Backend) -> None:
     assert "pg_terminate_backend" not in everything
     assert "xmin horizon keeps" not in everything
     assert cluster.holders(second) == []
-    assert list(snapshot_text.horizon_tables(second)) == []  # `vacuumlab snapshot` lists none
+    assert list(horizon_tables(second)) == []  # `vacuumlab snapshot` lists none
 
 
 def test_a_snapshot_saved_before_the_flag_falls_back_on_the_progress_view() -> None:

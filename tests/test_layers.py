@@ -53,7 +53,7 @@ def test_records_reports_and_the_tui_load_no_driver():
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     )
     result = json.loads(out.stdout)
-    assert "vacuumlab.report.advice_md" in result["checked"]
+    assert "vacuumlab.report.advice.markdown" in result["checked"]
     assert "vacuumlab.records.snapshot" in result["checked"]
     assert "vacuumlab.watch.view" in result["checked"]
     assert "vacuumlab.tui.app" in result["checked"]
@@ -78,7 +78,7 @@ def test_the_cli_and_the_tui_share_only_public_names():
 
 def test_no_module_imports_itself_back():
     """No import cycles, function-level imports included: a cycle is two modules that each need
-    the other, which the layers cannot order (report/simulation.py and its chart were one)."""
+    the other, which the layers cannot order (a simulation's page and its chart were one)."""
     graph = grimp.build_graph("vacuumlab")
     modules = sorted(m for m in graph.modules if m.startswith("vacuumlab"))
     cycles = [

@@ -17,19 +17,11 @@ from vacuumlab.records.advice import (
     Advice,
 )
 from vacuumlab.records.snapshot import ProbeNote
-from vacuumlab.report import advice_text
-from vacuumlab.report.advice_html import render_html
-from vacuumlab.report.advice_md import (
-    NOTHING_TO_CHANGE,
-    md_code,
-    md_fence,
-    md_paragraph,
-    md_text,
-    number,
-    percent,
-    render_markdown,
-    seconds,
-)
+from vacuumlab.report.advice.html import render_html
+from vacuumlab.report.advice.markdown import render_markdown
+from vacuumlab.report.advice.text import render as render_text
+from vacuumlab.report.advice.view import NOTHING_TO_CHANGE, number, percent, seconds
+from vacuumlab.report.markdown import md_code, md_fence, md_paragraph, md_text
 
 XSS = "<script>alert(1)</script>"
 QUOTES = '"quo|tes"'
@@ -170,7 +162,7 @@ def test_a_table_far_past_its_threshold_reads_as_a_multiple() -> None:
     """1,000 times its vacuum threshold reads "1,000×", not "100000%" (defect 4)."""
     far = advice(tables=[status("public.q", dead=20_050_000, vacuum_progress=1000.0)])
     text = io.StringIO()
-    Console(file=text, width=160, color_system=None).print(advice_text.render(far))
+    Console(file=text, width=160, color_system=None).print(render_text(far))
     assert "1,000×" in text.getvalue()
     assert "100000%" not in text.getvalue()
     md = render_markdown(far)
@@ -301,6 +293,19 @@ def test_html_escapes_every_database_string() -> None:
     assert "&#34;quo|tes&#34;" in html
     assert "<title>Vacuum advice for db|&lt;script&gt;" in html
     assert "a`b|c\nd" in html  # escaped text may keep its newline: HTML ignores it
+
+
+def test_a_relation_breaks_only_at_its_dot_in_the_tables_table() -> None:
+    """A relation may break after its schema's dot (``<wbr>``) and nowhere else; the schema and
+    the table name are each escaped (test_report_browser.py measures the breaks)."""
+    names = [f"{XSS}.a&b", "public.orders (TOAST)", "no dot"]
+    html = section(render_html(advice(tables=[status(name) for name in names])), "tables")
+    cells = re.findall(r'<td class="code rel">(.*?)</td>', html)
+    assert cells == [
+        "&lt;script&gt;alert(1)&lt;/script&gt;.<wbr>a&amp;b",
+        "public.<wbr>orders (TOAST)",
+        "no dot",
+    ]
 
 
 def test_html_is_self_contained() -> None:

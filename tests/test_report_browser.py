@@ -5,9 +5,14 @@ Skipped when Chromium is absent; .ci/run installs it.
 
 from __future__ import annotations
 
+import gzip
+import json
+import re
 import shutil
 import subprocess
+from html import unescape as html_unescape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -96,7 +101,7 @@ def test_the_simulation_page_opens_clean_with_its_timeline(tmp_path: Path) -> No
     from helpers.advise import changed, relation, snapshot
     from vacuumlab.model.forecast import forecast
     from vacuumlab.records.snapshot import Table
-    from vacuumlab.report.simulation import render_html
+    from vacuumlab.report.simulation.html import render_html
 
     name = "<script>alert(1)</script>"
     queue = relation(100, name, reltuples=1000.0, relpages=20, n_live_tup=1000)
@@ -171,25 +176,128 @@ def _advice_with_long_evidence() -> object:
     )
 
 
+def measure(html: str, script: str, tmp_path: Path, width: int, height: int) -> Any:
+    """What `script` (written into the page before ``</body>``) leaves in ``<body
+    data-measured>`` as JSON, the page opened in a window of `width` × `height` px."""
+    page = tmp_path / f"page-{width}.html"
+    page.write_text(html.replace("</body>", script + "</body>"), encoding="utf-8")
+    result = chromium(
+        page,
+        tmp_path / f"profile-{width}",
+        "--dump-dom",
+        f"--window-size={width},{height}",
+        # Time for the load event, and the script after it, before the DOM is dumped.
+        "--virtual-time-budget=5000",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert console_errors(result.stderr) == []
+    match = re.search(r'data-measured="([^"]*)"', result.stdout)
+    assert match is not None, result.stdout[-2000:]
+    return json.loads(html_unescape(match[1]))
+
+
 def test_evidence_tables_fit_the_page(tmp_path: Path) -> None:
     """Long text evidence wraps inside the page at 1,300 px, left-aligned; numbers stay
     right-aligned; the key column keeps each name on one line."""
-    import json
-    import re
-
-    from vacuumlab.report.advice_html import render_html
+    from vacuumlab.report.advice.html import render_html
 
     html = render_html(_advice_with_long_evidence())  # type: ignore[arg-type]
-    page = tmp_path / "advice.html"
-    page.write_text(html.replace("</body>", MEASURE + "</body>"))
-    result = chromium(page, tmp_path / "profile", "--dump-dom", "--window-size=1300,2000")
-    assert result.returncode == 0, result.stderr[-2000:]
-    match = re.search(r'data-measured="([^"]*)"', result.stdout)
-    assert match is not None, result.stdout[-2000:]
-    measured = json.loads(match[1].replace("&quot;", '"'))
+    measured = measure(html, MEASURE, tmp_path, 1300, 2000)
     assert measured["tables"] >= 1
     assert measured["right"] <= measured["page"], measured  # no table past the page
     assert measured["scroll"] <= measured["page"], measured  # nothing scrolls sideways
     assert measured["keyLines"] == 1, measured  # 'index_scan_reason' not broken up
     assert measured["keyMin"] >= 100, measured
     assert (measured["text"], measured["num"]) == ("left", "right"), measured
+
+
+# -- the advice page's table of where each table stands, at a desktop's width and a small one --
+
+#: Each word of the table's cells measured with a Range: one that spans two line boxes was
+#: broken mid-word. A relation's schema and table name are its words (it may break at its
+#: dot, nowhere else); everything else splits at white space.
+WORDS = """<script>
+addEventListener("load", () => {
+  const table = document.getElementById("tables-table");
+  const box = table.parentElement;
+  const broken = [];
+  let words = 0;
+  for (const cell of table.querySelectorAll("th, td")) {
+    const relation = cell.tagName === "TD" && cell.cellIndex === 0;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const word of node.data.matchAll(relation ? /[^\\s.]+\\.?|\\./g : /\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, word.index);
+        range.setEnd(node, word.index + word[0].length);
+        words += 1;
+        if (range.getClientRects().length !== 1) broken.push(cell.textContent);
+      }
+    }
+  }
+  const first = [...table.querySelectorAll("tbody td:first-child")];
+  document.body.dataset.measured = JSON.stringify({
+    words, broken: [...new Set(broken)].slice(0, 10), brokenCells: new Set(broken).size,
+    page: document.documentElement.clientWidth, pageScroll: document.documentElement.scrollWidth,
+    box: box.clientWidth, table: table.scrollWidth,
+    relationWidth: Math.min(...first.map(td => td.getBoundingClientRect().width)),
+  });
+});
+</script>"""
+
+#: Where the saved pair's tables get names as long as a real schema's (the pair's are t1, t2…).
+BASES = (
+    "session_tokens_archive", "order_line_items", "customer_payment_methods",
+    "notification_outbox", "inventory_snapshots", "audit_events_2024_q4", "invoices",
+)  # fmt: skip
+
+
+def _long_names(snapshot: Any, names: dict[int, tuple[str, str]]) -> Any:
+    tables = [
+        t.model_copy(update={"heap": t.heap.model_copy(update=dict(
+            zip(("schema_name", "name"), names[t.heap.oid], strict=True)))})
+        for t in snapshot.tables
+    ]  # fmt: skip
+    return snapshot.model_copy(update={"tables": tables})
+
+
+def _advice_on_a_real_schema() -> Any:
+    """The advice on the saved pair of snapshots (the golden test's, from the embedded
+    PostgreSQL 18: 800 relations, a thousand findings, rates, reloptions), its tables named
+    ``public.pgbench_branches``, ``tenant_0042.session_tokens_archive`` and the like."""
+    from vacuumlab.advise import advise
+    from vacuumlab.records.snapshot import parse_snapshot
+
+    path = Path(__file__).parent / "data" / "advise_pair.json.gz"
+    raw = json.loads(gzip.decompress(path.read_bytes()))
+    pair = {key: parse_snapshot(value, key) for key, value in raw.items()}
+    oids = sorted({t.heap.oid for s in pair.values() for t in s.tables})
+    pgbench = [("public", f"pgbench_{n}") for n in ("accounts", "branches", "tellers", "history")]
+    tenants = [(f"tenant_{i // len(BASES):04d}", BASES[i % len(BASES)]) for i in range(len(oids))]
+    names = dict(zip(oids, pgbench + tenants, strict=False))
+    return advise(*(_long_names(pair[key], names) for key in ("first", "later")))
+
+
+@pytest.fixture(scope="module")
+def advice_page() -> str:
+    from vacuumlab.report.advice.html import render_html
+
+    html = render_html(_advice_on_a_real_schema())
+    assert "public.pgbench_branches" in html
+    assert "tenant_0042.session_tokens_archive" in html
+    return html
+
+
+@pytest.mark.parametrize("width", [1280, 800])
+def test_no_cell_of_the_tables_table_breaks_a_word(
+    advice_page: str, tmp_path: Path, width: int
+) -> None:
+    """`vacuumlab advise --format html` at a desktop's width and a small one: a relation breaks
+    at its dot if at all, no other word of the table breaks, the page never scrolls sideways;
+    at 1,280 px the table fits without scrolling its own box either."""
+    measured = measure(advice_page, WORDS, tmp_path, width, 900)
+    assert measured["words"] > 5000, measured
+    assert (measured["brokenCells"], measured["broken"]) == (0, []), measured
+    assert measured["pageScroll"] <= measured["page"], measured
+    if width >= 1280:
+        assert measured["table"] <= measured["box"], measured

@@ -33,10 +33,11 @@ from vacuumlab.records import (
     toast_spec,
     tune_spec,
 )
-from vacuumlab.report import RENDERERS, advice_text
-from vacuumlab.report.advice_html import render_html
-from vacuumlab.report.advice_md import render_markdown
-from vacuumlab.report.churn_text import summary_table
+from vacuumlab.report import RENDERERS
+from vacuumlab.report.advice.html import render_html
+from vacuumlab.report.advice.markdown import render_markdown
+from vacuumlab.report.advice.text import render as render_text
+from vacuumlab.report.churn.text import summary_table
 from vacuumlab.store import Store
 
 SPECS = (
@@ -131,11 +132,22 @@ REPORT_MODULES = (
     "vacuumlab.report.custom",
     "vacuumlab.report.tune",
     "vacuumlab.report.watch",
-    "vacuumlab.report.advice_md",
-    "vacuumlab.report.advice_html",
-    "vacuumlab.report.advice_text",
-    "vacuumlab.report.churn_text",
-    "vacuumlab.report.snapshot_text",
+    "vacuumlab.report.markdown",
+    "vacuumlab.report.advice",
+    "vacuumlab.report.advice.view",
+    "vacuumlab.report.advice.markdown",
+    "vacuumlab.report.advice.html",
+    "vacuumlab.report.advice.text",
+    "vacuumlab.report.churn.text",
+    "vacuumlab.report.tune.text",
+    "vacuumlab.report.snapshot",
+    "vacuumlab.report.snapshot.text",
+    "vacuumlab.report.simulation",
+    "vacuumlab.report.simulation.text",
+    "vacuumlab.report.simulation.markdown",
+    "vacuumlab.report.simulation.html",
+    "vacuumlab.report.compare",
+    "vacuumlab.report.verification",
 )
 FORBIDDEN = (
     "psycopg", "vacuumlab.pg", "vacuumlab.lab", "vacuumlab.cli", "vacuumlab.advise",
@@ -201,7 +213,7 @@ def rendered_texts(pages: dict[str, Path]) -> dict[str, str]:
     advice = full_advice()
     texts["advice.md"] = render_markdown(advice)
     texts["advice.html"] = render_html(advice)
-    texts["advice.txt"] = printed(advice_text.render(advice))
+    texts["advice.txt"] = printed(render_text(advice))
     with Store.open(next(iter(pages.values())).parent.parent / "r.sqlite") as store:
         texts["churn summary"] = printed(summary_table(store, 1))
     return texts

@@ -11,14 +11,14 @@ from helpers.advise import changed, relation, snapshot
 from vacuumlab.model.forecast import forecast
 from vacuumlab.records.simulation import Simulation
 from vacuumlab.records.snapshot import Table
-from vacuumlab.report.simulation_chart import (
+from vacuumlab.report.simulation.charts import (
     BUCKETS,
     DRAWN,
     dead_series,
     timeline_figure,
     timeline_svg,
 )
-from vacuumlab.report.simulation_data import busiest
+from vacuumlab.report.simulation.data import busiest
 
 #: (dead tuples in the minute between the snapshots, live rows) of small, busy tables.
 TABLES = ((6000, 1000), (3000, 5000), (1500, 2000), (800, 20000), (400, 3000), (100, 1000),

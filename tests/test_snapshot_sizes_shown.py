@@ -6,7 +6,7 @@ from rich.console import Console
 
 from helpers.advise import relation, snapshot
 from vacuumlab.records.snapshot import Table
-from vacuumlab.report.snapshot_text import tables_table
+from vacuumlab.report.snapshot.text import tables_table
 
 
 def shown(sizes: str) -> str:

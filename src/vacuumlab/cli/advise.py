@@ -59,7 +59,7 @@ def snapshot(
     Example: vacuumlab snapshot postgresql://postgres@localhost/app --format json -o snap.json
     """
     from vacuumlab.records.snapshot import load_snapshot
-    from vacuumlab.report.snapshot_text import render
+    from vacuumlab.report.snapshot.text import render
 
     if input_ is not None:
         if dsn is not None or exact:
@@ -151,7 +151,7 @@ def advise_command(
     from vacuumlab.advise import advise
     from vacuumlab.lab.advice import collect_advice
     from vacuumlab.records.snapshot import load_snapshot
-    from vacuumlab.report.advice_text import render
+    from vacuumlab.report.advice.text import render
 
     seconds = seconds_of(interval)
     if input_:
@@ -166,7 +166,7 @@ def advise_command(
     if fmt is DocumentFormat.table:
         show(render(advice, limit=limit), output)
     else:
-        emit(_advice_text(advice, fmt), output)
+        emit(_advice_document(advice, fmt), output)
 
 
 def _verify(
@@ -234,13 +234,13 @@ def _step(text: str) -> None:
     err.print(f"· {text}")
 
 
-def _advice_text(advice: Any, fmt: DocumentFormat) -> str:
+def _advice_document(advice: Any, fmt: DocumentFormat) -> str:
     if fmt is DocumentFormat.json:
         return str(advice.dump_json()) + "\n"
     if fmt is DocumentFormat.md:
-        from vacuumlab.report.advice_md import render_markdown
+        from vacuumlab.report.advice.markdown import render_markdown
 
         return render_markdown(advice)
-    from vacuumlab.report.advice_html import render_html
+    from vacuumlab.report.advice.html import render_html
 
     return render_html(advice)

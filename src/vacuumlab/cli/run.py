@@ -472,13 +472,13 @@ def _print_summary(study: str, store: Store, run_id: int) -> None:
     """The churn study also prints its steps' table on the terminal; a tune its verdict and
     the SQL that puts the winner in force."""
     if study == "tune":
-        from vacuumlab.report.tune_text import verdict_lines
+        from vacuumlab.report.tune.text import verdict_lines
 
         for text in verdict_lines(store, run_id):
             out.print(text, markup=False, highlight=False)
         return
     if study == "churn":
-        from vacuumlab.report.churn_text import finding, summary_table
+        from vacuumlab.report.churn.text import finding, summary_table
 
         out.print(summary_table(store, run_id))
         line = finding(store, run_id)

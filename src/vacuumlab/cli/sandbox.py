@@ -184,7 +184,7 @@ def demo(
     Example: vacuumlab demo --seconds 30
     """
     from vacuumlab import demo as demo_job
-    from vacuumlab.report.snapshot_text import render
+    from vacuumlab.report.snapshot.text import render
 
     with Sandbox.start(data_dir, pg_bin=pg_bin) as sandbox:
         err.print(f"sandbox: PostgreSQL {sandbox.bin.major} in {sandbox.directory}")

@@ -191,13 +191,17 @@ def _snapshots(
 
 
 def _output(sim: Simulation, fmt: DocumentFormat, output: Path | None, limit: int) -> None:
-    from vacuumlab.report import simulation as view
-
     if fmt is DocumentFormat.table:
-        show(view.render(sim, limit=limit), output)
+        from vacuumlab.report.simulation.text import render
+
+        show(render(sim, limit=limit), output)
     elif fmt is DocumentFormat.json:
         emit(sim.dump_json() + "\n", output)
     elif fmt is DocumentFormat.md:
-        emit(view.render_markdown(sim), output)
+        from vacuumlab.report.simulation.markdown import render_markdown
+
+        emit(render_markdown(sim), output)
     else:
-        emit(view.render_html(sim), output)
+        from vacuumlab.report.simulation.html import render_html
+
+        emit(render_html(sim), output)

@@ -1,5 +1,7 @@
-"""Pure renderers from the results store or records: one shared run page (`page`) with each
-study's own sections and charts (one subpackage per study), and the advice report.
+"""Pure renderers from the results store or records, one subpackage per document: each study's
+run on the shared run page (`page`), a recorded watch (`watch`), the advice (`advice`), a
+simulation (`simulation`) and a snapshot (`snapshot`); a document that fits in one module is
+that module (`compare`, `verification`). docs/layout.md says what lives where.
 
 `RENDERERS` maps a study's name to the function that renders one of its runs from the store
 into a directory and returns the page's path; it sits beside the lab's `STUDIES`. A study's

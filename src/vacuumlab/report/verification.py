@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vacuumlab.records.verification import TableResult, Verification, WindowFigures
-from vacuumlab.report.advice_md import md_table, md_text
+from vacuumlab.report.markdown import md_table, md_text
 from vacuumlab.units import count, duration
 
 TABLE_COLUMNS = (

@@ -9,7 +9,7 @@ page. Every string that came from the store is escaped by Jinja2's autoescaping;
 markup inserted unescaped is the SVG that the charts generated.
 
 `data` reads the run's steps, `sections` builds the tables and the view model, `charts` and
-`figures` draw.
+`figures` draw; `text` is the summary table (and the finding) the terminal shows after a run.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ measured trial, the Pareto front, which settings mattered, the current settings 
 best trial over time, and how close the simulator's predictions came on the user's own table.
 From the store alone.
 
-`data` reads the run, `answer` and `sections` build the view model, `charts` draws.
+`data` reads the run, `answer` and `sections` build the view model, `charts` draws; `text` is
+the verdict and its SQL the terminal shows after a run.
 """
 
 from __future__ import annotations

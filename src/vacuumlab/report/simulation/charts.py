@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from vacuumlab.model.simulator import COUNTED_DURING
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerSpan
 from vacuumlab.report import charts
-from vacuumlab.report.simulation_data import busiest
-from vacuumlab.report.simulation_data import hours as hourly
+from vacuumlab.report.simulation.data import busiest
+from vacuumlab.report.simulation.data import hours as hourly
 
 _BAR = "#1f77b4"
 _FORCED = "#d62728"

@@ -4,7 +4,7 @@
 display order: recommendations ranked by impact, one section per question (in ``QUESTIONS``
 order, only those with findings), where each table stands, and what was not collected.
 Pure: the same advice always gives the same view. Its strings are not escaped yet: each
-output escapes them its own way (`advice_md`, the HTML template).
+output escapes them its own way (`markdown`, the HTML template).
 """
 
 from __future__ import annotations

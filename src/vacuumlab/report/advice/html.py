@@ -1,7 +1,7 @@
 """The advice report as one self-contained HTML page: no JavaScript, nothing loaded.
 
 It shows what the Markdown report shows, from the same view model
-(:func:`vacuumlab.report.advice_md.build_view`). The template is autoescaped and nothing is
+(:func:`vacuumlab.report.advice.view.build_view`). The template is autoescaped and nothing is
 marked safe, so every string that came from the database (a relation called
 ``<script>alert(1)</script>``, say) reaches the page escaped. Pure: the same advice always
 gives the same page.
@@ -10,7 +10,7 @@ gives the same page.
 from __future__ import annotations
 
 from vacuumlab.records.advice import Advice
-from vacuumlab.report.advice_view import (
+from vacuumlab.report.advice.view import (
     NOTE_COLUMNS,
     NOTHING_TO_CHANGE,
     RATE_COLUMNS,

@@ -1,6 +1,6 @@
-"""What a simulation's page and its chart both draw (``simulation.py``,
-``simulation_chart.py``): the busiest relations, and the worker use an hour at a time. Its own
-module, so neither of the two imports the other."""
+"""What a simulation's outputs and its chart all draw: the busiest relations, and the worker use
+an hour at a time. Its own module, so the page (``html``) and its chart (``charts``) need not
+import each other."""
 
 from __future__ import annotations
 
