@@ -6,8 +6,11 @@ table no vacuum or analyze has counted says so rather than reading as 1,000× it
 
 from __future__ import annotations
 
+import re
+
 import psycopg
 import pytest
+from rich.console import Console
 
 from helpers.db import execute
 from vacuumlab.advise import advise
@@ -15,6 +18,9 @@ from vacuumlab.collect.snapshot import collect
 from vacuumlab.pg.connect import connect
 from vacuumlab.records.advice import Advice, Finding
 from vacuumlab.records.snapshot import Snapshot
+from vacuumlab.report.advice.html import render_html
+from vacuumlab.report.advice.markdown import render_markdown
+from vacuumlab.report.advice.text import render
 
 #: Four range partitions of 5,000 rows each, autovacuum off on the partitions so that nothing
 #: analyzes them behind the test's back (a partitioned table takes no storage parameters).
@@ -59,6 +65,28 @@ def test_a_partitioned_table_never_analyzed_gets_analyze(database: str) -> None:
     assert (status.relation, status.partitions, status.rows) == ("public.events", 4, 20000)
     assert status.inserted == 20000
     assert status.analyzed_rows is None
+    rendered_grouped(advice)
+
+
+def rendered_grouped(advice: Advice) -> None:
+    """Text, Markdown and HTML list the four partitions straight under their partitioned
+    table's row, which reads "never analyzed"."""
+    lines = render_markdown(advice).splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("| public.events |"))
+    assert "| partitioned |" in lines[at]
+    assert "never analyzed" in lines[at]
+    assert "4 partitions, 20,000 rows" in lines[at]
+    below = [line.split(" | ")[0] for line in lines[at + 1 : at + 5]]
+    assert below == [f"| ↳ public.events_{q}" for q in (1, 2, 3, 4)]
+
+    console = Console(record=True, width=200)
+    console.print(render(advice))
+    text = console.export_text()
+    assert text.index("public.events ") < text.index("↳ public.events_1")
+
+    html = render_html(advice)
+    rows = re.findall(r'<tr class="(partition(?:ed)?)">\s*<td class="code rel">([^<]*)', html)
+    assert rows == [("partitioned", "public."), *[("partition", "public.")] * 4]
 
 
 def test_analyzed_straight_after_its_load_is_no_finding(database: str) -> None:

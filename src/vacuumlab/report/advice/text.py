@@ -7,7 +7,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from vacuumlab.records.advice import QUESTIONS, Advice, Finding
+from vacuumlab.records.advice import QUESTIONS, Advice, Finding, PartitionedStatus
+from vacuumlab.report.advice.view import PARTITION_MARK, standing_order
 from vacuumlab.units import share
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
@@ -78,7 +79,8 @@ def _findings(heading: str, found: list[Finding]) -> Table:
 
 
 def _standing(advice: Advice, limit: int) -> Table:
-    shown = advice.tables[:limit]
+    order = standing_order(advice)
+    shown = order[:limit]
     table = Table(
         "relation",
         "autovacuum",
@@ -88,23 +90,45 @@ def _standing(advice: Advice, limit: int) -> Table:
         "dead/s",
         "next vacuum in",
         "overrides",
-        title=f"Where each table stands ({len(shown)} of {len(advice.tables)})",
+        title=f"Where each table stands ({len(shown)} of {len(order)})",
         title_justify="left",
     )
-    for row in shown:
+    for row, partition in shown:
+        if isinstance(row, PartitionedStatus):
+            table.add_row(*_partitioned(row))
+            continue
         insert = (
             "-"
             if row.insert_threshold is None
             else f"{row.inserted:,} / {row.insert_threshold:,.0f}"
         )
         table.add_row(
-            Text(row.relation),
+            Text(f"{PARTITION_MARK}{row.relation}" if partition else row.relation),
             "on" if row.autovacuum_enabled else Text("off", style="red"),
             f"{row.dead:,} / {row.vacuum_threshold:,.0f}",
-            share(row.vacuum_progress),
+            "never analyzed" if row.never_counted else share(row.vacuum_progress),
             insert,
             "-" if row.dead_per_second is None else f"{row.dead_per_second:,.1f}",
             "-" if row.seconds_to_vacuum is None else f"{row.seconds_to_vacuum:,.0f} s",
             Text(", ".join(row.overridden)),
         )
     return table
+
+
+def _partitioned(row: PartitionedStatus) -> list[str | Text]:
+    """A partitioned table's row: its partitions' sums, and whether it was ever analyzed."""
+    analyzed = (
+        Text("never analyzed", style="yellow")
+        if row.analyzed_rows is None
+        else f"analyzed over {row.analyzed_rows:,.0f}"
+    )
+    return [
+        Text(row.relation, style="bold"),
+        "partitioned",
+        f"{row.dead:,} in all",
+        analyzed,
+        f"{row.inserted:,} in all",
+        "-" if row.dead_per_second is None else f"{row.dead_per_second:,.1f}",
+        "-",
+        Text(f"{row.partitions:,} partitions, {row.rows:,} rows"),
+    ]

@@ -14,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation, TableStatus, Value
+from vacuumlab.records.advice import (
+    QUESTIONS,
+    Advice,
+    Finding,
+    PartitionedStatus,
+    Recommendation,
+    TableStatus,
+    Value,
+)
 from vacuumlab.report.common import DASH, when
 from vacuumlab.units import is_multiple, multiple
 
@@ -33,6 +41,8 @@ TABLE_COLUMNS = (
 TEXT_COLUMNS = frozenset({"relation", "autovacuum", "overridden"})
 RATE_COLUMNS = ("dead tuples/s", "reaches threshold in", "vacuum takes about")
 NOTE_COLUMNS = ("probe", "reason", "fix")
+#: Before a partition's name in text and Markdown: it is listed under its partitioned table.
+PARTITION_MARK = "↳ "
 
 
 # -- formatting numbers -------------------------------------------------------------------
@@ -154,9 +164,15 @@ class TableRow:
     analyze: str
     overridden: str
     rates: tuple[str, str, str]
+    #: A partition, listed under its partitioned table.
+    partition: bool = False
+    #: A partitioned table: its partitions' sums.
+    partitioned: bool = False
 
     def cells(self, *, with_rates: bool) -> list[str]:
-        fixed = [self.relation, self.autovacuum, self.vacuum, self.insert, self.analyze]
+        """The row's cells; a partition's relation marked as under its partitioned table."""
+        relation = f"{PARTITION_MARK}{self.relation}" if self.partition else self.relation
+        fixed = [relation, self.autovacuum, self.vacuum, self.insert, self.analyze]
         return [*fixed, self.overridden, *(self.rates if with_rates else ())]
 
 
@@ -174,7 +190,12 @@ class AdviceView:
 def build_view(advice: Advice) -> AdviceView:
     ranked = advice.recommendations()
     ranks = {id(rec): rank for rank, (_, rec) in enumerate(ranked, start=1)}
-    rows = [_table_row(status) for status in advice.tables]
+    rows = [
+        _partitioned_row(entry)
+        if isinstance(entry, PartitionedStatus)
+        else _table_row(entry, below)
+        for entry, below in standing_order(advice)
+    ]
     return AdviceView(
         title=f"Vacuum advice for {advice.server.database}",
         header=_header(advice),
@@ -244,13 +265,59 @@ def _finding(finding: Finding, ranks: dict[int, int]) -> FindingView:
     )
 
 
-def _table_row(status: TableStatus) -> TableRow:
+def standing_order(advice: Advice) -> list[tuple[TableStatus | PartitionedStatus, bool]]:
+    """The status table's rows in order, each with whether it is a partition listed under its
+    partitioned table: most progress first, and each partitioned table (its sums) where its
+    first partition stood, its partitions after it."""
+    parents = {p.relation: p for p in advice.partitioned}
+    if not parents:
+        return [(status, False) for status in advice.tables]
+    members: dict[str, list[TableStatus]] = {}
+    for status in advice.tables:
+        if status.partition_of in parents:
+            members.setdefault(status.partition_of, []).append(status)
+    found: list[tuple[TableStatus | PartitionedStatus, bool]] = []
+    for status in advice.tables:
+        root = status.partition_of
+        if root not in parents:
+            found.append((status, False))
+        elif root in members:
+            found.append((parents[root], False))
+            found.extend((member, True) for member in members.pop(root))
+    placed = {entry.relation for entry, _ in found}
+    found.extend((p, False) for name, p in parents.items() if name not in placed)
+    return found
+
+
+def _partitioned_row(p: PartitionedStatus) -> TableRow:
+    """A partitioned table: no thresholds of its own (autovacuum never takes it), its
+    partitions' sums; its analyze column says whether a manual ANALYZE ever counted it."""
+    analyzed = (
+        "never analyzed"
+        if p.analyzed_rows is None
+        else f"{count(p.modified)} in all; analyzed over {count(p.analyzed_rows)}"
+    )
+    return TableRow(
+        relation=p.relation,
+        is_toast=False,
+        autovacuum="partitioned",
+        vacuum=f"{count(p.dead)} in all",
+        insert=f"{count(p.inserted)} in all",
+        analyze=analyzed,
+        overridden=f"{p.partitions:,} partitions, {count(p.rows)} rows",
+        rates=(rate(p.dead_per_second), DASH, DASH),
+        partitioned=True,
+    )
+
+
+def _table_row(status: TableStatus, partition: bool = False) -> TableRow:
     vacuum = f"{count(status.dead)} / {count(status.vacuum_threshold)}"
+    progress = "never analyzed" if status.never_counted else percent(status.vacuum_progress)
     return TableRow(
         relation=status.relation,
         is_toast=status.is_toast,
         autovacuum="on" if status.autovacuum_enabled else "off",
-        vacuum=f"{vacuum} ({percent(status.vacuum_progress)})",
+        vacuum=f"{vacuum} ({progress})",
         insert=_against(status.inserted, status.insert_threshold),
         analyze=DASH if status.is_toast else _against(status.modified, status.analyze_threshold),
         overridden=", ".join(status.overridden) or DASH,
@@ -259,6 +326,7 @@ def _table_row(status: TableStatus) -> TableRow:
             seconds(status.seconds_to_vacuum),
             seconds(status.estimated_vacuum_seconds),
         ),
+        partition=partition,
     )
 
 
