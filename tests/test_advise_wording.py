@@ -48,6 +48,17 @@ def test_a_far_exceeded_threshold_reads_as_a_multiple() -> None:
     assert titles["public.near"].startswith("900% of its vacuum threshold: ")
 
 
+def test_a_table_past_its_insert_threshold_says_so_not_0_percent_of_its_vacuum_one() -> None:
+    # 5,000 inserted against 1,000 + 0.2 × 10,000 = 3,000 (167 %); no dead tuple (0 %).
+    loaded = relation(820, "log", reltuples=10_000.0, n_ins_since_vacuum=5_000)
+    [found] = [
+        f
+        for f in thresholds.findings(context(snapshot(Table(heap=loaded, toast=None))))
+        if f.relation == "public.log"
+    ]
+    assert found.title.startswith("167% of its insert threshold: "), found.title
+
+
 @pytest.mark.parametrize(
     ("value", "unit", "text"),
     [

@@ -70,7 +70,7 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> Finding | None:
         question="thresholds",
         severity=severity,
         relation=name,
-        title=f"{share_of(t.vacuum_progress, 'its vacuum threshold')}: {reason}",
+        title=f"{_standing(t)}: {reason}",
         detail=(
             f"{t.dead:,} dead tuples against a threshold of {t.vacuum:,.0f} "
             f"({_formula(t)}); {t.inserted:,} inserted since the last vacuum"
@@ -80,6 +80,16 @@ def _waiting(ctx: Context, t: Thresholds, name: str) -> Finding | None:
         evidence=_evidence(t),
         recommendations=recommendations,
     )
+
+
+def _standing(t: Thresholds) -> str:
+    """How far past its threshold: the dead tuples against the vacuum threshold, or, where
+    the inserts are further past theirs (an insert-mostly table: the insert threshold sets
+    it going, 13+), the inserts against the insert threshold."""
+    by_inserts = t.insert_progress
+    if by_inserts is not None and by_inserts > t.vacuum_progress and t.inserted > (t.insert or 0):
+        return share_of(by_inserts, "its insert threshold")
+    return share_of(t.vacuum_progress, "its vacuum threshold")
 
 
 def _never_counted(t: Thresholds) -> bool:
