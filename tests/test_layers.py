@@ -153,3 +153,25 @@ def test_no_module_is_over_500_lines() -> None:
     assert len(sizes) > 100
     over = {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES}
     assert not over, over
+
+
+#: What may lie loose in report/: what every document shares (the package, the charts' and
+#: Markdown's helpers, the common words, the run page), and the documents that fit in one
+#: module (a comparison, a verification). Every other document has a folder of its own.
+REPORT_LOOSE = {
+    "__init__.py",
+    "charts.py",
+    "common.py",
+    "markdown.py",
+    "page.py",
+    "compare.py",
+    "verification.py",
+}
+
+
+def test_each_report_document_has_its_folder() -> None:
+    report = Path(vacuumlab.__file__).parent / "report"
+    loose = {p.name for p in report.glob("*.py")}
+    assert loose <= REPORT_LOOSE, f"give these a folder of their own: {loose - REPORT_LOOSE}"
+    folders = {p.name for p in report.iterdir() if (p / "__init__.py").exists()}
+    assert {"advice", "simulation", "snapshot", "churn", "tune"} <= folders
