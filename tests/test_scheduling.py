@@ -24,13 +24,15 @@ from vacuumlab.records.scheduling import (
 )
 from vacuumlab.report import RENDERERS
 from vacuumlab.store import Store
+from vacuumlab.studies import scheduling
 from vacuumlab.studies import scheduling_compare as cmp
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def test_workload_spreads_churn_geometrically_and_scatters_it_over_pg_class_order() -> None:
-    loads = cmp.workload(40, 8, 50.0)
+    loads = cmp.workload(40, 8, 50.0, 5_000)
+    assert {(t.rows, t.hot, t.fillfactor) for t in loads} == {(5_000, False, 100)}
     weights = sorted((t.weight for t in loads), reverse=True)
     assert [t.name for t in loads][:2] == ["sched_00", "sched_01"]
     assert weights.count(0) == 8
@@ -39,6 +41,48 @@ def test_workload_spreads_churn_geometrically_and_scatters_it_over_pg_class_orde
     hottest = next(i for i, t in enumerate(loads) if t.weight == 500)
     coldest = next(i for i, t in enumerate(loads) if t.weight == 10)
     assert abs(hottest - coldest) > 1  # not a ramp in creation order
+
+
+def test_the_mixed_workload_has_hot_only_tables_churners_and_one_busy_table() -> None:
+    loads = cmp.mixed_workload(5_000, 100_000)
+    hot = [t for t in loads if t.hot]
+    churners = [t for t in loads if not t.hot and t.rows == 5_000]
+    (busy,) = [t for t in loads if t.rows == 100_000]
+    assert (len(loads), len(hot), len(churners)) == (10, 5, 4)
+    assert len({t.name for t in loads}) == 10
+    assert all(t.fillfactor == cmp.HOT_FILLFACTOR < 100 for t in hot)
+    assert busy.fillfactor == 100
+    assert not busy.hot
+    # The busy table takes the most transactions and far more rows: most of the workers' time.
+    assert busy.weight > sum(t.weight for t in churners)
+    assert busy.weight > 3 * max(t.weight for t in churners)
+    weights = sorted(t.weight for t in churners)
+    assert weights[-1] / weights[0] == 8
+    # Neither kind is a block in pg_class order: a worker's list mixes them.
+    kinds = ["hot" if t.hot else "other" for t in loads]
+    assert kinds != sorted(kinds)
+
+
+def test_hot_scripts_change_a_column_no_index_covers() -> None:
+    hot, churner = cmp.TableLoad("h", 1, 700, hot=True), cmp.TableLoad("c", 1, 900)
+    assert scheduling.script_text(hot) == (
+        "\\set id random(1, 700)\nUPDATE vacuumlab.h SET hits = hits + 1 WHERE id = :id;\n"
+    )
+    assert "SET v = v + 1" in scheduling.script_text(churner)
+    assert "random(1, 900)" in scheduling.script_text(churner)
+
+
+def test_a_mixed_config_refuses_the_spread_workloads_shape() -> None:
+    mixed = SchedulingConfig.from_preset("quick", workload="mixed")
+    assert (mixed.workload, mixed.busy_rows) == ("mixed", 100_000)
+    assert SchedulingConfig.from_params(mixed.params()) == mixed
+    assert SchedulingConfig.from_preset("quick").workload == "spread"
+    with pytest.raises(VacuumlabError, match="--quiet, --tables shape the spread workload"):
+        SchedulingConfig.from_preset("quick", workload="mixed", tables=10, quiet=0)
+    with pytest.raises(VacuumlabError, match="--workload must be one of spread, mixed"):
+        SchedulingConfig.from_preset("quick", workload="hot")
+    with pytest.raises(VacuumlabError, match="--busy-rows"):
+        SchedulingConfig.from_preset("quick", workload="mixed", busy_rows=0)
 
 
 def test_the_quick_preset_has_a_saturated_and_a_spare_arm() -> None:
@@ -201,3 +245,31 @@ def test_a_tiny_run_records_autovacuums_and_renders_both_timelines(
     bars = len(re.findall(r'id="chart-arm-1-0-PolyCollection_\d+"', html))
     assert bars == len(measured) + len(predicted)
     assert "sched_00" in html
+
+
+@pytest.mark.slow
+def test_a_tiny_mixed_run_keeps_hot_tables_hot_and_its_snapshots(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The mixed workload on the sandbox: every update of the HOT tables is HOT and none of
+    the others' is, the busy table is vacuumed, and the arm's two snapshots are kept to
+    predict again from."""
+    overrides = {
+        "workload": "mixed", "seconds": 40, "warmup": 4, "interval": 14, "rows": 1000,
+        "busy_rows": 20_000, "arms": (Arm("2 workers, naptime 2 s", 2, 2),),
+    }  # fmt: skip
+    where = Where(dsn=sandbox.dsn, allow_alter_system=True)
+    with Store.open(tmp_path / "r.sqlite") as store:
+        with study_run("scheduling", store=store, where=where, overrides=overrides) as run:
+            run_id = run.execute()
+            directory = run.artifacts / "arm-1-rep-0"
+        (point,) = store.points(run_id)
+    m = point.metrics
+    hot = {t.name: m[f"{t.name}|hot_share"] for t in cmp.mixed_workload(1000, 20_000)}
+    assert {v for k, v in hot.items() if "_hot_" in k} == {1.0}
+    assert {v for k, v in hot.items() if "_hot_" not in k} == {0.0}
+    assert (m["sched_busy|vacuums_measured"] or 0) > 0
+    first, second = scheduling.load_snapshots(directory / scheduling.SNAPSHOTS)
+    assert second.taken_at > first.taken_at
+    names = {t.heap.name for t in second.tables}
+    assert set(hot) <= names

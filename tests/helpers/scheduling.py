@@ -62,7 +62,7 @@ def make_scheduling_run(store: Store, *, tables: int = 6, with_xss: bool = False
     run_id = store.create_run(STUDY, params, server_version=SERVER_VERSION,
                               settings={"autovacuum_naptime": "5s"}, machine=MACHINE,
                               note=XSS if with_xss else None)  # fmt: skip
-    names = [t.name for t in workload(tables, 1, config.spread)]
+    names = [t.name for t in workload(tables, 1, config.spread, config.rows)]
     for number, arm in enumerate(QUICK_ARMS, start=1):
         metrics, series = _arm(number, names)
         start = T0 + timedelta(minutes=4 * number)

@@ -362,9 +362,10 @@ def run_fillfactor(
     SchedulingConfig,
     (
         scheduling_spec.PUBLICATION,
-        "Forty tables churned from hot to quiet under arms of autovacuum workers and naptime: "
-        "the simulator's prediction against what PostgreSQL did. " + scheduling_spec.ABOUT,
-        "vacuumlab run scheduling --preset quick --seconds 120",
+        "Tables churned from hot to quiet (spread: forty) or HOT-only tables, churners and "
+        "one busy table (mixed: ten) under arms of autovacuum workers and naptime: the "
+        "simulator's prediction against what PostgreSQL did. " + scheduling_spec.ABOUT,
+        "vacuumlab run scheduling --workload mixed",
     ),
     "quick (2 arms × 170 s, about 7 min) or paper (4 arms × 600 s).",
 )
@@ -378,18 +379,31 @@ def run_scheduling(
     ] = None,
     interval: Annotated[
         int | None,
+        typer.Option(help="Seconds between the snapshots the rates come from.", metavar="SECONDS"),
+    ] = None,
+    workload: Annotated[
+        str | None,
         typer.Option(
-            help="Seconds between the two snapshots the rates come from.", metavar="SECONDS"
+            help="spread (tables churned from hot to quiet) or mixed (five HOT-only tables, "
+            "four churners and one busy table).",
+            metavar="NAME",
         ),
     ] = None,
-    tables: Annotated[int | None, typer.Option(help="Tables in the workload.", metavar="N")] = None,
+    tables: Annotated[
+        int | None, typer.Option(help="Tables in the spread workload.", metavar="N")
+    ] = None,
     quiet: Annotated[
         int | None, typer.Option(help="Of those, tables with no load.", metavar="N")
     ] = None,
-    rows: Annotated[int | None, typer.Option(help="Rows per table.", metavar="ROWS")] = None,
+    rows: Annotated[
+        int | None, typer.Option(help="Rows per table (but mixed's busy one).", metavar="ROWS")
+    ] = None,
     spread: Annotated[
         float | None,
         typer.Option(help="Churn of the busiest table over the slowest busy one.", metavar="RATIO"),
+    ] = None,
+    busy_rows: Annotated[
+        int | None, typer.Option(help="Rows of the mixed workload's busy table.", metavar="ROWS")
     ] = None,
     clients: Annotated[
         int | None,
@@ -403,9 +417,9 @@ def run_scheduling(
     ] = None,
 ) -> dict[str, Any]:
     return {
-        "seconds": seconds, "warmup": warmup, "interval": interval, "tables": tables,
-        "quiet": quiet, "rows": rows, "spread": spread, "clients": clients, "jobs": jobs,
-        "repeat": repeat,
+        "seconds": seconds, "warmup": warmup, "interval": interval, "workload": workload,
+        "tables": tables, "quiet": quiet, "rows": rows, "spread": spread,
+        "busy_rows": busy_rows, "clients": clients, "jobs": jobs, "repeat": repeat,
     }  # fmt: skip
 
 

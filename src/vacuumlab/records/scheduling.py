@@ -41,6 +41,14 @@ class Arm:
         }
 
 
+#: spread: ``tables`` tables, ``quiet`` of them idle, the others churned by non-HOT updates at
+#: rates spread ``spread`` to 1. mixed: ten tables, five whose updates are all HOT, four
+#: non-HOT churners and one busy table of ``busy_rows`` rows that takes most of the workers'
+#: time (studies/scheduling_compare.py, MIXED).
+WORKLOADS = ("spread", "mixed")
+#: The options that shape the spread workload; the mixed one has its own shape.
+SPREAD_ONLY = frozenset({"tables", "quiet", "spread"})
+
 SATURATED = Arm("1 worker, naptime 5 s, slow cost budget", 1, 5, SLOW_LIMIT, SLOW_DELAY_MS)
 SPARE = Arm("3 workers, naptime 10 s, default cost budget", 3, 10)
 QUICK_ARMS: tuple[Arm, ...] = (SATURATED, SPARE)
@@ -61,10 +69,12 @@ class SchedulingConfig(Config):
 
     arms: tuple[Arm, ...] = QUICK_ARMS
     preset: str = "quick"
+    workload: str = "spread"  # one of WORKLOADS
     tables: int = 40
     quiet: int = 8  # of those, tables the load never touches
     rows: int = 5_000
     spread: float = 50.0  # the busiest table's churn over the slowest busy table's
+    busy_rows: int = 100_000  # the mixed workload's busy table
     seconds: int = 170
     warmup: int = 15
     interval: int = 60
@@ -87,6 +97,14 @@ class SchedulingConfig(Config):
     def checked(self, chosen: Mapping[str, Any]) -> SchedulingConfig:
         at_least_one(seconds=self.seconds, tables=self.tables, rows=self.rows,
                      clients=self.clients, jobs=self.jobs, repeat=self.repeat)  # fmt: skip
+        if self.busy_rows < 1:
+            raise VacuumlabError("--busy-rows must be at least 1")
+        if self.workload not in WORKLOADS:
+            raise VacuumlabError(f"--workload must be one of {', '.join(WORKLOADS)}")
+        shaping = sorted(SPREAD_ONLY & set(chosen))
+        if self.workload == "mixed" and shaping:
+            named = ", ".join(f"--{name}" for name in shaping)
+            raise VacuumlabError(f"{named} shape the spread workload only, not mixed")
         if not 0 <= self.quiet < self.tables:
             raise VacuumlabError("--quiet must be at least 0 and fewer than --tables")
         if self.tables > 100:

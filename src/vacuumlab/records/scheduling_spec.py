@@ -2,9 +2,11 @@
 
 The study has no published source: it holds vacuumlab's own simulator of the autovacuum
 launcher and workers (``model.simulator``) against PostgreSQL. Each stored point is one arm
-(one repetition): about forty tables churned at rates spread from hot to quiet, every
+(one repetition): forty tables churned at rates spread from hot to quiet (the spread
+workload) or ten of HOT-only tables, non-HOT churners and one busy table (the mixed one), every
 autovacuum's start and end per table, the dead tuples per table at 1 Hz, and what the
-simulator predicted from two snapshots taken early in the arm.
+simulator predicted from two snapshots taken early in the arm. ``hot_share`` is the share of a
+table's updates between the two snapshots that were HOT.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ TABLE_METRICS: tuple[str, ...] = (
     "first_start_measured_s", "first_start_predicted_s",
     "mean_duration_measured_s", "mean_duration_predicted_s",
     "peak_dead_measured", "peak_dead_predicted", "count_error", "peak_error",
-    "duration_error",
+    "duration_error", "hot_share",
 )  # fmt: skip
 
 #: Series, one per table: t = seconds since the arm's load started.

@@ -1,16 +1,21 @@
-"""The scheduling study: forty tables churned at rates spread from hot to quiet, under arms of
-autovacuum workers, naptime and cost budget, with the simulator's prediction beside what
-PostgreSQL did.
+"""The scheduling study: tables churned at rates spread from hot to quiet (the spread
+workload: forty tables), or a mix of HOT-only tables, non-HOT churners and one busy table (the
+mixed workload: ten), under arms of autovacuum workers, naptime and cost budget, with the
+simulator's prediction beside what PostgreSQL did.
 
 Each arm (and repetition) is one point in the results store. It sets the arm's settings,
 creates the tables afresh, and runs one pgbench with one weighted script per busy table
-(``-f script@weight``; each transaction updates one random row of one table, an indexed
-column so no update is HOT and every one leaves a dead tuple for vacuum). While the load runs,
+(``-f script@weight``; each transaction updates one random row of one table: an indexed
+column, so no update is HOT and every one leaves a dead tuple for vacuum, or on the mixed
+workload's HOT tables a column no index covers, on pages half empty, so every update is HOT
+and on-access pruning takes back the dead tuples it leaves). While the load runs,
 ``collect.schedule`` samples every table at 1 Hz; two snapshots, ``warmup`` and
 ``warmup + interval`` seconds in, give the simulator its rates (``model.forecast``). The
 simulator then runs, with the arm's settings as the second snapshot shows them, from the
 second snapshot to the end of the load, and each table's vacuums, first start, mean duration
-and peak dead tuples are compared with the measured ones (``scheduling_compare``).
+and peak dead tuples are compared with the measured ones (``scheduling_compare``). The two
+snapshots are kept in the arm's directory beside the store (``snapshots.json``), so the
+prediction can be made again from them.
 
 Auto-analyze is turned off on the study's tables (``autovacuum_analyze_threshold`` at its
 maximum): the simulator does not model analyze-only visits, and they would take worker time
@@ -30,6 +35,7 @@ from psycopg import sql
 
 from vacuumlab.collect.schedule import TablesSampler
 from vacuumlab.collect.snapshot import collect
+from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import forecast
 from vacuumlab.model.simulator import Outcome, simulate
 from vacuumlab.pg import pgbench
@@ -45,7 +51,7 @@ from vacuumlab.records.scheduling_spec import (
     series_name,
     table_metric,
 )
-from vacuumlab.records.snapshot import Snapshot
+from vacuumlab.records.snapshot import Snapshot, parse_snapshot, read_json
 from vacuumlab.store import Metric
 from vacuumlab.studies import scheduling_compare as cmp
 from vacuumlab.studies.base import SCHEMA, Measured, Planned, Series, StudyRun, work_session
@@ -55,6 +61,8 @@ from vacuumlab.studies.shared import checkpoint_if_allowed
 NO_ANALYZE = 2_147_483_647
 #: Bytes of filler per row: about 65 rows per 8 kB page, so a table has pages to vacuum.
 PAD = 80
+#: The arm's two snapshots, in its directory beside the store.
+SNAPSHOTS = "snapshots.json"
 
 
 class SchedulingRun(StudyRun[SchedulingConfig, SchedulingPoint]):
@@ -65,17 +73,24 @@ class SchedulingRun(StudyRun[SchedulingConfig, SchedulingPoint]):
 
     def describe(self) -> str:
         c = self.config
-        return (
-            f"{len(c.arms)} arms × {c.seconds} s, {c.tables} tables ({c.quiet} quiet) of "
-            f"{c.rows:,} rows, {c.clients} clients"
-        )
+        if c.workload == "mixed":
+            tables = (
+                f"mixed: {sum(t.hot for t in self.loads())} HOT-only tables and "
+                f"{sum(not t.hot for t in self.loads()) - 1} churners of {c.rows:,} rows, "
+                f"one busy table of {c.busy_rows:,}"
+            )
+        else:
+            tables = f"{c.tables} tables ({c.quiet} quiet) of {c.rows:,} rows"
+        return f"{len(c.arms)} arms × {c.seconds} s, {tables}, {c.clients} clients"
 
     def own_tables(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.loads())
 
     def loads(self) -> list[cmp.TableLoad]:
         c = self.config
-        return cmp.workload(c.tables, c.quiet, c.spread)
+        if c.workload == "mixed":
+            return cmp.mixed_workload(c.rows, c.busy_rows)
+        return cmp.workload(c.tables, c.quiet, c.spread, c.rows)
 
     def validate(self) -> None:
         for arm in self.config.arms:
@@ -104,18 +119,20 @@ class SchedulingRun(StudyRun[SchedulingConfig, SchedulingPoint]):
         point = planned.point
         self.target.apply(point.arm.settings())
         loads = self.loads()
-        self.progress.message(f"creating {len(loads)} tables of {self.config.rows:,} rows")
-        create_tables(self.target.dsn, loads, self.config.rows)
+        rows = sum(t.rows for t in loads)
+        self.progress.message(f"creating {len(loads)} tables, {rows:,} rows in all")
+        create_tables(self.target.dsn, loads)
         directory = self._directory(point, planned.repetition)
         load = pgbench.Load(
             script=directory / "unused.sql",
-            weighted=tuple(write_scripts(directory, loads, self.config.rows)),
+            weighted=tuple(write_scripts(directory, loads)),
             clients=self.config.clients,
             jobs=self.config.jobs,
             seconds=self.config.seconds,
             progress=True,
         )
         recording = record(self.target, load, loads, self.config, self.progress.tick)
+        save_snapshots(directory / SNAPSHOTS, recording.snapshots)
         return summarize_arm(recording, self.config, point)
 
     def _directory(self, point: SchedulingPoint, repetition: int) -> Path:
@@ -129,10 +146,11 @@ class SchedulingRun(StudyRun[SchedulingConfig, SchedulingPoint]):
 # -- set-up ------------------------------------------------------------------------------------
 
 
-def create_tables(dsn: str, loads: list[cmp.TableLoad], rows: int) -> None:
+def create_tables(dsn: str, loads: list[cmp.TableLoad]) -> None:
     """The study's tables afresh, in ``loads`` order (so in that ``pg_class`` order): an
-    indexed ``v`` that every update changes, ``rows`` rows, vacuumed and analysed; then a
-    CHECKPOINT, so each arm starts from the same state."""
+    indexed ``v`` that every non-HOT update changes, a ``hits`` no index covers that every
+    HOT update changes, each table's rows, vacuumed and analysed; then a CHECKPOINT, so each
+    arm starts from the same state."""
     with work_session(dsn) as session:
         session.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(SCHEMA)))
         for t in loads:
@@ -143,33 +161,43 @@ def create_tables(dsn: str, loads: list[cmp.TableLoad], rows: int) -> None:
             table = sql.Identifier(SCHEMA, t.name)
             session.execute(
                 sql.SQL(
-                    "CREATE TABLE {} (id int PRIMARY KEY, v int NOT NULL, pad text) "
-                    "WITH (autovacuum_analyze_threshold = {})"
-                ).format(table, sql.Literal(NO_ANALYZE))
+                    "CREATE TABLE {} (id int PRIMARY KEY, v int NOT NULL, pad text{}) "
+                    "WITH (autovacuum_analyze_threshold = {}{})"
+                ).format(
+                    table,
+                    sql.SQL(", hits int NOT NULL DEFAULT 0" if t.hot else ""),
+                    sql.Literal(NO_ANALYZE),
+                    sql.SQL(", fillfactor = {}").format(sql.Literal(t.fillfactor))
+                    if t.fillfactor < 100
+                    else sql.SQL(""),
+                )
             )
             session.execute(sql.SQL("CREATE INDEX ON {} (v)").format(table))
             session.execute(
                 sql.SQL(
-                    "INSERT INTO {} SELECT g, g, repeat('x', {}) FROM generate_series(1, {}) g"
-                ).format(table, sql.Literal(PAD), sql.Literal(rows))
+                    "INSERT INTO {} (id, v, pad) "
+                    "SELECT g, g, repeat('x', {}) FROM generate_series(1, {}) g"
+                ).format(table, sql.Literal(PAD), sql.Literal(t.rows))
             )
         for t in loads:
             session.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(SCHEMA, t.name)))
         checkpoint_if_allowed(session)
 
 
-def script_text(table: str, rows: int) -> str:
-    """One transaction on ``table``: an update of one random row's indexed column."""
-    return f"\\set id random(1, {rows})\nUPDATE {SCHEMA}.{table} SET v = v + 1 WHERE id = :id;\n"
+def script_text(t: cmp.TableLoad) -> str:
+    """One transaction on the table: an update of one random row's indexed column, or on a
+    HOT table of a column no index covers."""
+    change = "hits = hits + 1" if t.hot else "v = v + 1"
+    return f"\\set id random(1, {t.rows})\nUPDATE {SCHEMA}.{t.name} SET {change} WHERE id = :id;\n"
 
 
-def write_scripts(directory: Path, loads: list[cmp.TableLoad], rows: int) -> list[tuple[Path, int]]:
+def write_scripts(directory: Path, loads: list[cmp.TableLoad]) -> list[tuple[Path, int]]:
     """One script per busy table, with its weight."""
     scripts = []
     for t in loads:
         if t.weight > 0:
             path = directory / f"{t.name}.sql"
-            path.write_text(script_text(t.name, rows), encoding="utf-8")
+            path.write_text(script_text(t), encoding="utf-8")
             scripts.append((path, t.weight))
     return scripts
 
@@ -222,6 +250,20 @@ def record(
         process.terminate()
         sampler.stop()
     return Recording(origin, sampler, (first, second), pgbench.parse_tps(output), loads)
+
+
+def save_snapshots(path: Path, snapshots: tuple[Snapshot, Snapshot]) -> None:
+    """The two snapshots the prediction came from, as one JSON list, to predict again."""
+    path.write_text("[" + ",\n".join(s.dump_json() for s in snapshots) + "]\n", encoding="utf-8")
+
+
+def load_snapshots(path: Path) -> tuple[Snapshot, Snapshot]:
+    """What :func:`save_snapshots` wrote."""
+    raw = read_json(path, "a scheduling arm's two snapshots")
+    if not isinstance(raw, list) or len(raw) != 2:
+        raise VacuumlabError(f"{path} is not a scheduling arm's two snapshots")
+    first, second = raw
+    return parse_snapshot(first, str(path)), parse_snapshot(second, str(path))
 
 
 def _snapshot_at(dsn: str, origin: datetime, seconds: float) -> Snapshot:
@@ -294,8 +336,10 @@ def summarize_arm(
         "busy_share_predicted": cmp.busy_share(predicted_spans, window, point.arm.workers),
         "samples_failed": recording.sampler.failed,
     }
+    hot = hot_shares(*recording.snapshots, SCHEMA)
     for r in results:
         metrics |= _table_metrics(r)
+        metrics[table_metric(r.table, "hot_share")] = hot.get(r.table)
     series: Series = {series_name(DEAD, t): rows for t, rows in dead.items()}
     for r in results:
         series[series_name(MEASURED, r.table)] = [
@@ -306,6 +350,23 @@ def summarize_arm(
         )
     series[LAUNCHES] = [(t, None) for t in recording.launches]
     return Measured(metrics, series, started_at=origin)
+
+
+def hot_shares(before: Snapshot, after: Snapshot, schema: str) -> dict[str, float]:
+    """Per table of ``schema`` updated between the two snapshots, the share of its updates
+    that were HOT (``n_tup_hot_upd`` over ``n_tup_upd``): 1 on the mixed workload's HOT
+    tables, 0 on the others."""
+    then = {t.heap.oid: t.heap for t in before.tables if t.heap.schema_name == schema}
+    shares = {}
+    for t in after.tables:
+        old = then.get(t.heap.oid)
+        if old is None:
+            continue
+        updated = (t.heap.n_tup_upd or 0) - (old.n_tup_upd or 0)
+        hot = (t.heap.n_tup_hot_upd or 0) - (old.n_tup_hot_upd or 0)
+        if updated > 0:
+            shares[t.heap.name] = hot / updated
+    return shares
 
 
 def _table_metrics(r: cmp.TableResult) -> dict[str, Metric]:

@@ -21,15 +21,27 @@ from vacuumlab.records.scheduling import TableSample
 TABLE_PREFIX = "sched_"
 
 
+#: The mixed workload's HOT-only tables keep this fillfactor: half of each page free, so an
+#: update's new version always fits beside the old one, which on-access pruning frees.
+HOT_FILLFACTOR = 50
+
+
 @dataclass(frozen=True, slots=True)
 class TableLoad:
-    """One study table and the weight of its pgbench script (0: no script, a quiet table)."""
+    """One study table: the weight of its pgbench script (0: no script, a quiet table), its
+    rows, and whether its updates are HOT (a column no index covers, on pages with room)."""
 
     name: str
     weight: int
+    rows: int
+    hot: bool = False
+
+    @property
+    def fillfactor(self) -> int:
+        return HOT_FILLFACTOR if self.hot else 100
 
 
-def workload(tables: int, quiet: int, spread: float) -> list[TableLoad]:
+def workload(tables: int, quiet: int, spread: float, rows: int) -> list[TableLoad]:
     """The tables in creation (``pg_class``) order with their scripts' weights.
 
     Busy tables' weights fall geometrically from ``10 × spread`` to 10, so the busiest churns
@@ -45,7 +57,30 @@ def workload(tables: int, quiet: int, spread: float) -> list[TableLoad]:
         if rank < busy:
             share = (busy - 1 - rank) / (busy - 1) if busy > 1 else 1.0
             weight = round(10 * spread**share)
-        loads.append(TableLoad(f"{TABLE_PREFIX}{i:02d}", weight))
+        loads.append(TableLoad(f"{TABLE_PREFIX}{i:02d}", weight, rows))
+    return loads
+
+
+#: The mixed workload, in creation (``pg_class``) order: (role, weight). The busy table takes
+#: about half the transactions on twenty times the rows, so its vacuums take most of the
+#: workers' time; the churners' non-HOT updates spread 8 to 1; the HOT tables' updates, a
+#: third of the load, leave no dead tuple that pruning does not take back.
+MIXED: tuple[tuple[str, int], ...] = (
+    ("hot", 6), ("churn", 16), ("hot", 6), ("busy", 100), ("hot", 6),
+    ("churn", 8), ("hot", 6), ("churn", 4), ("hot", 6), ("churn", 2),
+)  # fmt: skip
+
+
+def mixed_workload(rows: int, busy_rows: int) -> list[TableLoad]:
+    """Ten tables: five whose updates are all HOT, four churned by non-HOT updates at rates
+    spread 8 to 1, and one busy table of ``busy_rows`` rows, the others having ``rows``."""
+    loads = []
+    counts: dict[str, int] = {}
+    for role, weight in MIXED:
+        n = counts[role] = counts.get(role, 0) + 1
+        name = f"{TABLE_PREFIX}{role}" if role == "busy" else f"{TABLE_PREFIX}{role}_{n}"
+        size = busy_rows if role == "busy" else rows
+        loads.append(TableLoad(name, weight, size, hot=role == "hot"))
     return loads
 
 

@@ -38,10 +38,12 @@ from vacuumlab.store import Point, Run, Store
 PARAM_LABELS = (
     ("preset", "preset"),
     ("target", "target"),
+    ("workload", "workload"),
     ("tables", "tables"),
     ("quiet", "of which quiet (no load)"),
     ("rows", "rows per table"),
     ("spread", "busiest over slowest busy table"),
+    ("busy_rows", "rows of the mixed workload's busy table"),
     ("seconds", "seconds per arm"),
     ("warmup", "first snapshot (s)"),
     ("interval", "second snapshot after (s)"),
