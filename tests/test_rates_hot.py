@@ -5,6 +5,7 @@ versions pruning has yet to reach and stays there: a level, no rate."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
@@ -105,3 +106,57 @@ def test_a_hot_only_table_on_the_server_shows_no_dead_tuple_rate_across_a_vacuum
     found = rates.between(before, after, seconds, second.taken_at)
     assert found is not None
     assert found.dead_per_second == 0.0
+
+
+def test_a_vacuum_leaves_a_count_of_what_died_after_it_not_while_it_ran(
+    embedded_database: str,
+) -> None:
+    """On the embedded server: a throttled VACUUM of a table whose rows keep being updated
+    (non-HOT) for the seconds it runs. When it ends, n_dead_tup holds the updates the backend
+    flushed after its report, at most about a second of them, not a share of those made
+    while it ran: it pruned them with a horizon that moves (14+), and its report overwrote
+    what the backends counted meanwhile. The simulator's dead_after_vacuum() rests on this."""
+    dsn, name, rows = embedded_database, "churned", 40_000
+    execute(
+        dsn,
+        f"CREATE TABLE {name} (id int PRIMARY KEY, v int NOT NULL, pad text) "
+        "WITH (autovacuum_enabled = off)",
+        f"CREATE INDEX ON {name} (v)",
+        f"INSERT INTO {name} SELECT g, g, repeat('x', 80) FROM generate_series(1, {rows}) g",
+        f"VACUUM (ANALYZE) {name}",
+    )
+    statement = sql.SQL("UPDATE {} SET v = v + 1 WHERE id = %s").format(sql.Identifier(name))
+    done = [0]
+    stop = threading.Event()
+
+    def churn() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute(statement, ((done[0] * 7919) % rows + 1,))
+                done[0] += 1
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        time.sleep(0.5)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SET vacuum_cost_limit = 5")
+            conn.execute("SET vacuum_cost_delay = '10ms'")
+            began, started = done[0], time.monotonic()
+            conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(name)))
+            during, seconds = done[0] - began, time.monotonic() - started
+    finally:
+        stop.set()
+        worker.join()
+    time.sleep(1.2)  # the updater's last counts reach shared memory
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_stat_get_dead_tuples(%s::regclass)", (name,)).fetchone()
+    assert row is not None
+    assert seconds > 3.5, "the vacuum must run long enough for updates to come during it"
+    assert during > 1000
+    rate = during / seconds
+    # The backends flush their counts at most once a second (PGSTAT_MIN_INTERVAL): what
+    # they had not flushed at the report is at most about a second of the updates.
+    assert row[0] < 1.3 * rate, (row[0], during, seconds)
+    # Half of those made during it, what the model held before (COUNTED_DURING), is more.
+    assert row[0] < 0.5 * 0.5 * during

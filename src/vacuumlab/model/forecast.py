@@ -21,7 +21,7 @@ from vacuumlab.model import duration as work
 from vacuumlab.model import thresholds as th
 from vacuumlab.model.cost import CostSettings
 from vacuumlab.model.pages import page_changes
-from vacuumlab.model.simulator import COUNTED_DURING, Launcher, Outcome, Subject, Tally, simulate
+from vacuumlab.model.simulator import Launcher, Outcome, Subject, Tally, dead_after_vacuum, simulate
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerTimeline
 from vacuumlab.records.snapshot import Database, Relation, Snapshot, Table
 
@@ -137,7 +137,7 @@ def first_ends(outcome: Outcome, indexes: list[int]) -> dict[int, float]:
 def dead_between(outcome: Outcome, index: int, start: float, end: float) -> float:
     """``n_dead_tup`` of ``subjects[index]`` at its highest from ``start`` to ``end`` seconds
     into the run, as the simulator counts it: growing at its rate from the snapshot's count,
-    and down to what a vacuum counted while it ran (``COUNTED_DURING``) when one ends. The
+    and down to what is left when a vacuum ends (``dead_after_vacuum()``, from 14). The
     highest is just before a vacuum ends, or at either end of the stretch, where a window
     sampled at 1 Hz sees it too."""
     subject = outcome.subjects[index]
@@ -151,7 +151,7 @@ def dead_between(outcome: Outcome, index: int, start: float, end: float) -> floa
             if not seen:
                 seen.append(level + rate * (start - since))
             seen.append(level + rate * (ended - since))
-        level, since = COUNTED_DURING * rate * (ended - began), ended
+        level, since = dead_after_vacuum(rate, ended - began), ended
     if not seen:
         seen.append(level + rate * (start - since))
     return max(*seen, level + rate * (end - since))
@@ -396,6 +396,7 @@ def _launcher(
         xids_per_second=xids,
         mxids_per_second=mxids,
         normal_advances=version >= 150000,
+        prunes_during=version >= 140000,
     )
 
 

@@ -21,9 +21,10 @@ What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
   cost-based sleeps; its remaining sleep stretches or shrinks as the share changes.
 - **Counters**: ``n_dead_tup`` and ``n_ins_since_vacuum`` grow at the rates measured between two
   snapshots. A vacuum removes the dead tuples present when it starts; when it ends the counter
-  holds what it found recently dead (``COUNTED_DURING``, see below) and the insert counter
-  restarts (pgstat_report_vacuum()). ``reltuples`` follows the live-tuple rate, so thresholds
-  move as a table grows.
+  holds what the backends flush after its report (from 14, ``dead_after_vacuum()``: the vacuum
+  removed what died while it ran) or what it found recently dead (before 14,
+  ``COUNTED_DURING``), and the insert counter restarts (pgstat_report_vacuum()).
+  ``reltuples`` follows the live-tuple rate, so thresholds move as a table grows.
 - **Wraparound**: a relation's xid age grows with the server's transaction rate, its
   multixact age with the multixact rate; past either freeze limit it is forced
   (``model.forcing``) even with autovacuum off, and past either failsafe age its vacuum runs
@@ -49,6 +50,7 @@ from vacuumlab.model.simulator.cost import (
 from vacuumlab.model.simulator.loop import Simulator
 from vacuumlab.model.simulator.records import (
     COUNTED_DURING,
+    FLUSHED_AFTER_S,
     MIN_SLEEP_S,
     Launcher,
     Outcome,
@@ -56,6 +58,7 @@ from vacuumlab.model.simulator.records import (
     Spans,
     Subject,
     Tally,
+    dead_after_vacuum,
     vacuum_threshold,
 )
 
@@ -63,6 +66,7 @@ __all__ = [
     "CHECKPOINT_S",
     "COUNTED_DURING",
     "FIXED_S",
+    "FLUSHED_AFTER_S",
     "MIN_SLEEP_S",
     "PAGE_S",
     "Launcher",
@@ -73,6 +77,7 @@ __all__ = [
     "Subject",
     "Tally",
     "clean_share",
+    "dead_after_vacuum",
     "first_starts",
     "simulate",
     "skips_unfrozen",

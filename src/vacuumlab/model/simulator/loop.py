@@ -12,12 +12,12 @@ from operator import attrgetter
 
 from vacuumlab.model.simulator.cost import _vacuum_cost, skips_unfrozen
 from vacuumlab.model.simulator.records import (
-    COUNTED_DURING,
     Launcher,
     Outcome,
     Spans,
     Subject,
     Tally,
+    dead_after_vacuum,
 )
 from vacuumlab.model.simulator.relation import _crossing, _Rel, _Worker
 
@@ -114,9 +114,9 @@ class _Loop:
     __slots__ = (
         "advances", "buckets", "cost_limit", "current", "danger_at", "drained", "due", "end",
         "events", "every", "free", "full_at", "full_now", "full_sum", "launches", "mxps",
-        "pending_launch", "rels", "running", "seq", "sharing", "solo_limit", "span_ends",
-        "span_forced", "span_starts", "span_subjects", "span_workers", "spans", "unvacuumed",
-        "wake", "xps",
+        "pending_launch", "prunes", "rels", "running", "seq", "sharing", "solo_limit",
+        "span_ends", "span_forced", "span_starts", "span_subjects", "span_workers", "spans",
+        "unvacuumed", "wake", "xps",
     )  # fmt: skip
 
     def __init__(
@@ -126,6 +126,7 @@ class _Loop:
         self.xps, self.mxps = launcher.xids_per_second, launcher.mxids_per_second
         self.every, self.cost_limit = launcher.launch_every_s, launcher.cost_limit
         self.advances = launcher.normal_advances
+        self.prunes = launcher.prunes_during
         self.wake, self.danger_at = launcher.wake_s, launcher.danger_at_s
         cost_limit = launcher.cost_limit
         self.solo_limit = 1.0 if cost_limit < 1.0 else cost_limit  # one balanced vacuum's limit
@@ -390,7 +391,7 @@ class _Loop:
         self.span_starts.append(start)
         self.span_ends.append(at)
         self.span_forced.append(r.v_forced)
-        r.dead = COUNTED_DURING * r.dead_per_second * (at - start)
+        r.dead = dead_after_vacuum(r.dead_per_second, at - start, prunes=self.prunes)
         r.inserted = 0.0
         # Vacuum sets every page it leaves clean all-visible; what changed meanwhile is not.
         # It is taken to freeze no page that was not all-frozen already: it freezes only

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from markupsafe import Markup
 from matplotlib.figure import Figure
 
-from vacuumlab.model.simulator import COUNTED_DURING
+from vacuumlab.model.simulator import dead_after_vacuum
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerSpan
 from vacuumlab.report import charts
 from vacuumlab.report.simulation.data import busiest
@@ -41,8 +41,8 @@ def dead_series(
     tuples) corners, and its vacuums as (end, tuples just before, forced).
 
     Dead tuples grow at the measured rate; a vacuum removes those present when it started, and
-    at its end the counter holds the share of those that died meanwhile that it found
-    (``COUNTED_DURING``, as ``model.simulator`` does)."""
+    at its end the counter holds what is left (``dead_after_vacuum()``, as ``model.simulator``
+    has it from 14)."""
     rate = r.dead_per_second
     at, dead = 0.0, float(r.dead_at_start or 0)
     corners = [(at, dead)]
@@ -51,7 +51,7 @@ def dead_series(
         end = min(span.end_s, window_s)
         peak = dead + rate * (end - at)
         corners.append((end, peak))
-        at, dead = end, COUNTED_DURING * rate * (end - span.start_s)
+        at, dead = end, dead_after_vacuum(rate, end - span.start_s)
         corners.append((at, dead))
         vacuums.append((end, peak, span.forced))
     corners.append((window_s, dead + rate * (window_s - at)))
