@@ -390,16 +390,18 @@ def test_tables_that_waited_the_whole_interval_mean_the_workers_are_short() -> N
 
 def behind_long_vacuums(workers_max: int) -> Context:
     """Two busy tables of 200,000 pages, with a cost limit of their own of 20 (a vacuum of
-    about 420 s each, and past their threshold again about as soon), and a small table after
-    them in pg_class order, all past their threshold at both snapshots, 120 s apart; the large
-    ones are being vacuumed at the later snapshot, as many as there are slots."""
+    about 420 s each; at 20,000 dead tuples a second past their threshold of 2,000,050 again
+    100 s after one ends, a vacuum leaving only what the backends flush after it), and a small
+    table after them in pg_class order, all past their threshold at both snapshots, 120 s
+    apart; the large ones are being vacuumed at the later snapshot, as many as there are
+    slots."""
 
     def big(oid: int, name: str) -> tuple[Table, Table]:
         before = relation(
             oid, name, reltuples=10_000_000.0, relpages=200_000, n_live_tup=10_000_000,
             n_dead_tup=2_500_000, reloptions={"autovacuum_vacuum_cost_limit": "10"},
         )  # fmt: skip
-        after = changed(before, n_dead_tup=3_100_000)  # 5,000 dead tuples a second
+        after = changed(before, n_dead_tup=4_900_000)  # 20,000 dead tuples a second
         return Table(heap=before, toast=None), Table(heap=after, toast=None)
 
     pairs = [big(300, "big0"), big(301, "big1"), queue_table(302, "small", 200, 500, 600)]
