@@ -45,8 +45,9 @@ def findings(ctx: Context) -> list[Finding]:
     found = []
     for parent in ctx.now.partitioned:
         leaves = _leaves(ctx, parent)
-        finding = _never(ctx, parent, leaves) if _never_analyzed(parent) else None
-        if finding is None and not _never_analyzed(parent):
+        if _never_analyzed(parent):
+            finding = _never(ctx, parent, leaves)
+        else:
             finding = _stale(ctx, parent, leaves, factor)
         if finding is not None:
             found.append(finding)
@@ -127,22 +128,16 @@ def _never_analyzed(parent: Partitioned) -> bool:
     return parent.reltuples < 0 and parent.last_analyze is None and not parent.analyze_count
 
 
-def _analyze_sql(parent: Partitioned) -> str:
-    return (
-        sql.SQL("ANALYZE {};")
-        .format(sql.Identifier(parent.schema_name, parent.name))
-        .as_string(None)
-    )
+def _analyze_sql(parent: Partitioned, *, only: bool = False) -> str:
+    command = "ANALYZE ONLY {};" if only else "ANALYZE {};"
+    name = sql.Identifier(parent.schema_name, parent.name)
+    return sql.SQL(command).format(name).as_string(None)
 
 
 def _fix(ctx: Context, parent: Partitioned) -> str:
     text = f"Run {_analyze_sql(parent)} (it analyzes each partition too)"
     if ctx.version >= 180000:
-        only = (
-            sql.SQL("ANALYZE ONLY {};")
-            .format(sql.Identifier(parent.schema_name, parent.name))
-            .as_string(None)
-        )
+        only = _analyze_sql(parent, only=True)
         text += f", or on PostgreSQL 18 {only} to gather the partitioned table's alone"
     return text + "."
 

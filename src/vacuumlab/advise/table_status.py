@@ -24,8 +24,9 @@ def table_statuses(ctx: Context) -> list[TableStatus]:
     first."""
     rates = ctx.memo["table_rates"] = table_rates(ctx)
     names = ctx.names
+    # Only where there are partitioned tables: the TOAST owners are a pass over every table.
     roots = partition_of(ctx) if ctx.now.partitioned else {}
-    owners = ctx.owners
+    owners = ctx.owners if roots else {}
     # Relations sharing options share one Effective, and so one sorted list of overrides.
     overridden: dict[int, list[str]] = {}
     rows = []
