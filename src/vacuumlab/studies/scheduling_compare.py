@@ -62,9 +62,9 @@ def workload(tables: int, quiet: int, spread: float, rows: int) -> list[TableLoa
 
 
 #: The mixed workload, in creation (``pg_class``) order: (role, weight). The busy table takes
-#: about half the transactions on twenty times the rows, so its vacuums take most of the
-#: workers' time; the churners' non-HOT updates spread 8 to 1; the HOT tables' updates, a
-#: third of the load, leave no dead tuple that pruning does not take back.
+#: 100 of every 160 transactions on twenty times the rows, so its vacuums take most of the
+#: workers' time; the churners' non-HOT updates (30 of 160) spread 8 to 1; the HOT tables'
+#: updates (30 of 160) leave no dead tuple that pruning does not take back.
 MIXED: tuple[tuple[str, int], ...] = (
     ("hot", 6), ("churn", 16), ("hot", 6), ("busy", 100), ("hot", 6),
     ("churn", 8), ("hot", 6), ("churn", 4), ("hot", 6), ("churn", 2),
