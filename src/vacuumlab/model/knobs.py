@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model import versions
 
 Scope = Literal["server", "table", "toast"]
 INT_MAX = 2_147_483_647
@@ -160,46 +161,44 @@ KNOBS: dict[str, Knob] = {
 }  # fmt: skip
 
 
-#: pg_settings.setting of a stock PostgreSQL 18 for the settings the advisor and the simulator
-#: read (base units: ms, s).
-_STOCK_18: dict[str, str] = {
-    "autovacuum": "on",
-    "autovacuum_naptime": "60",
-    "autovacuum_max_workers": "3",
-    "autovacuum_worker_slots": "16",
-    "autovacuum_vacuum_threshold": "50",
-    "autovacuum_vacuum_scale_factor": "0.2",
-    "autovacuum_vacuum_max_threshold": "100000000",
-    "autovacuum_vacuum_insert_threshold": "1000",
-    "autovacuum_vacuum_insert_scale_factor": "0.2",
-    "autovacuum_analyze_threshold": "50",
-    "autovacuum_analyze_scale_factor": "0.1",
-    "autovacuum_vacuum_cost_delay": "2",
-    "autovacuum_vacuum_cost_limit": "-1",
-    "autovacuum_freeze_max_age": "200000000",
-    "autovacuum_multixact_freeze_max_age": "400000000",
-    "vacuum_cost_delay": "0",
-    "vacuum_cost_limit": "200",
-    "vacuum_cost_page_hit": "1",
-    "vacuum_cost_page_miss": "2",
-    "vacuum_cost_page_dirty": "20",
-}
-#: The two that 18 adds.
-_NEW_IN_18 = ("autovacuum_worker_slots", "autovacuum_vacuum_max_threshold")
+#: The settings the advisor and the simulator read, whose values on a server nobody tuned
+#: stock_settings() gives.
+_STOCK: tuple[str, ...] = (
+    "autovacuum",
+    "autovacuum_naptime",
+    "autovacuum_max_workers",
+    "autovacuum_worker_slots",
+    "autovacuum_vacuum_threshold",
+    "autovacuum_vacuum_scale_factor",
+    "autovacuum_vacuum_max_threshold",
+    "autovacuum_vacuum_insert_threshold",
+    "autovacuum_vacuum_insert_scale_factor",
+    "autovacuum_analyze_threshold",
+    "autovacuum_analyze_scale_factor",
+    "autovacuum_vacuum_cost_delay",
+    "autovacuum_vacuum_cost_limit",
+    "autovacuum_freeze_max_age",
+    "autovacuum_multixact_freeze_max_age",
+    "vacuum_cost_delay",
+    "vacuum_cost_limit",
+    "vacuum_cost_page_hit",
+    "vacuum_cost_page_miss",
+    "vacuum_cost_page_dirty",
+)
 
 
 def stock_settings(version_num: int = 180000) -> dict[str, str]:
     """What a server of this version (13 or newer) reports in pg_settings.setting for these
-    settings when nobody changed them."""
+    settings when nobody changed them (base units: ms, s): each one's compiled-in default in
+    that major, from model/versions.py; those the major lacks are left out."""
     if version_num < 130000:
         raise VacuumlabError("stock settings are known for PostgreSQL 13 and newer")
-    stock = dict(_STOCK_18)
-    if version_num < 180000:
-        for name in _NEW_IN_18:
-            del stock[name]
-    if version_num < 140000:  # lowered from 10 in PostgreSQL 14
-        stock["vacuum_cost_page_miss"] = "10"
-    return stock
+    major = version_num // 10000
+    return {
+        name: versions.boot_value(name, major)
+        for name in _STOCK
+        if versions.setting(name).exists_in(major)
+    }
 
 
 def duration(value: float, unit: str) -> str:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Self
 
 from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.model import versions
 from vacuumlab.pg.install import PgBin, let_server_user_in, server_uid, server_user
 from vacuumlab.pg.ports import free_port, port_is_free, refuse_port
 from vacuumlab.pg.settings import SettingChange, apply_settings, wait_until_applied
@@ -58,9 +59,11 @@ BASE_CONFIG: dict[str, str] = {
     "log_line_prefix": "'%m [%p] '",
     "log_checkpoints": "on",
 }
-#: Settings that only exist from some major version on.
+#: Settings that only exist from some major version on: (that major, from model/versions.py;
+#: the value).
 VERSIONED_CONFIG: dict[str, tuple[int, str]] = {
-    "track_cost_delay_timing": (18, "on"),
+    name: (versions.setting(name).since, value)
+    for name, value in {"track_cost_delay_timing": "on"}.items()
 }
 
 
