@@ -28,6 +28,11 @@ from vacuumlab.store import Store
 TEST_SETTINGS = {"fsync": "off"}
 
 
+#: Server binaries of the other majors, fetched once per machine and kept where a fresh clone
+#: finds them again (the version matrix).
+os.environ.setdefault("VACUUMLAB_PG_CACHE", str(Path("~/.cache/vacuumlab/pg").expanduser()))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     suite.configure(config)
 

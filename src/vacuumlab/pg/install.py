@@ -15,6 +15,8 @@ from pathlib import Path
 from vacuumlab.errors import VacuumlabError
 
 SERVER_USER = "embedded_postgres"
+#: Programs that talk to a server rather than run one: any newer major's will do.
+CLIENT_PROGRAMS = frozenset({"psql", "pgbench", "pg_dump", "pg_isready"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,11 +35,20 @@ class PgBin:
         return cls(path.resolve(), _major_of(path / "postgres"))
 
     def exe(self, name: str) -> Path:
-        """A program from this installation (pgbench, psql, ...), checked to exist."""
+        """A program from this installation (pgbench, psql, ...), checked to exist. A client
+        program the installation lacks (fetched server binaries have no psql or pgbench) comes
+        from the embedded PostgreSQL 18, whose clients speak to every older server."""
         exe = self.path / name
-        if not os.access(exe, os.X_OK):
-            raise VacuumlabError(f"{self.path} has no {name} program")
-        return exe
+        if os.access(exe, os.X_OK):
+            return exe
+        if name in CLIENT_PROGRAMS:
+            try:
+                fallback = wheel_bin_dir() / name
+            except VacuumlabError:
+                fallback = None
+            if fallback is not None and os.access(fallback, os.X_OK):
+                return fallback
+        raise VacuumlabError(f"{self.path} has no {name} program")
 
 
 def wheel_bin_dir() -> Path:

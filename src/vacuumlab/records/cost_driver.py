@@ -18,6 +18,7 @@ class CostDriverConfig(Config):
     """Everything a run depends on; stored with the run so ``--resume`` can rebuild it."""
 
     study: ClassVar[str] = "cost-driver"
+    added: ClassVar[Mapping[str, Any]] = {"work_mem": None}
 
     preset: str = "quick"
     rows: int = 1_000_000
@@ -26,6 +27,9 @@ class CostDriverConfig(Config):
     indexes: tuple[int, ...] = (0, 1, 3, 5)
     repeat: int = 3
     manual: bool = False
+    #: Memory for each vacuum's dead tuple ids (autovacuum_work_mem and maintenance_work_mem),
+    #: e.g. "1MB"; None leaves the server's. Small enough, it forces several index passes.
+    work_mem: str | None = None
     target: str = "sandbox"
 
     @classmethod

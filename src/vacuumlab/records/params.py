@@ -41,6 +41,9 @@ class Config(Params):
     __slots__ = ()
     #: The study's name, for messages.
     study: ClassVar[str] = ""
+    #: Fields added after runs of the study were first stored, each with the value a run
+    #: stored without it ran with: such a run's config is still read whole.
+    added: ClassVar[Mapping[str, Any]] = {}
 
     @classmethod
     def presets(cls) -> Mapping[str, Self]:

@@ -66,6 +66,7 @@ class SchedulingConfig(Config):
     rebuild it."""
 
     study: ClassVar[str] = "scheduling"
+    added: ClassVar[Mapping[str, Any]] = {"workload": "spread", "busy_rows": 100_000}
 
     arms: tuple[Arm, ...] = QUICK_ARMS
     preset: str = "quick"

@@ -61,7 +61,9 @@ def typed(read: Callable[[Mapping[str, Any]], P], params: Mapping[str, Any]) -> 
 
 def stored_config(config: type[C], params: Mapping[str, Any]) -> C | None:
     """The run's config as the run stored it, or None when it did not store every field: what
-    a run planned is not guessed from today's defaults."""
+    a run planned is not guessed from today's defaults. A field the study added later reads
+    as what runs stored before it ran with (``Config.added``)."""
+    params = {**config.added, **params}
     if not field_names(config) <= set(params):
         return None
     return typed(config.from_params, params)

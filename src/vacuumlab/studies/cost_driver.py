@@ -82,6 +82,7 @@ class CostDriverRun(StudyRun[CostDriverConfig, CostDriverPoint]):
             f"{'/'.join(map(str, c.dead_pcts))} % × indexes "
             f"{'/'.join(map(str, c.indexes))} × {c.repeat} repetitions"
             f"{' + manual VACUUM' if c.manual else ''}"
+            f"{f', {c.work_mem} for dead tuple ids' if c.work_mem else ''}"
         )
 
     def plan(self) -> list[Planned[CostDriverPoint]]:
@@ -96,13 +97,22 @@ class CostDriverRun(StudyRun[CostDriverConfig, CostDriverPoint]):
             for mode in c.modes()
         ]
 
+    def settings(self) -> dict[str, str]:
+        """The server-wide settings the run needs: a 1 s naptime and, with ``work_mem``,
+        the memory every vacuum keeps its dead tuple ids in."""
+        settings = {"autovacuum_naptime": "1s"}
+        if self.config.work_mem is not None:
+            settings["autovacuum_work_mem"] = self.config.work_mem
+            settings["maintenance_work_mem"] = self.config.work_mem
+        return settings
+
     def validate(self) -> None:
-        self.target.check({"autovacuum_naptime": "1s"})
+        self.target.check(self.settings())
         with connect(self.target.dsn, read_only=False) as session:
             _visibility_schema(session)  # installs pg_visibility, or says why it cannot
 
     def prepare(self) -> None:
-        self.target.apply({"autovacuum_naptime": "1s"})
+        self.target.apply(self.settings())
 
     def label(self, planned: Planned[CostDriverPoint]) -> str:
         p = planned.point
