@@ -16,5 +16,5 @@ SELECT c.oid::bigint AS oid, n.nspname AS schema_name, c.relname AS name,
        WHEN 2 THEN n.nspname = name.parts[1]
        WHEN 3 THEN n.nspname = name.parts[2] AND name.parts[1] = current_database()
        ELSE false END
- ORDER BY array_position(current_schemas(true), n.nspname::text)
+ ORDER BY array_position(current_schemas(true)::text[], n.nspname::text)
  LIMIT 1
