@@ -1,9 +1,12 @@
-"""``vacuumlab compare``: runs of one study side by side, refused when their parameters differ,
-and a cost-driver matrix on the embedded 18 against the PostgreSQL of VACUUMLAB_TEST_DSN."""
+"""``vacuumlab compare``: runs of one study side by side, refused when their parameters differ;
+its p-values adjusted across the metrics of a comparison (Benjamini–Hochberg); what changed
+between the runs' PostgreSQL majors; and a cost-driver matrix on the embedded 18 against a
+sandbox of the machine's PostgreSQL 15."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,10 +15,20 @@ import pytest
 
 from helpers.cli import run_cli
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.versions import CHANGES, changes_between, major_of
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig
-from vacuumlab.report.compare import Side, compare
+from vacuumlab.report.compare import (
+    Comparison,
+    MetricRow,
+    Side,
+    compare,
+    to_html,
+    to_json,
+    to_markdown,
+    verdict_line,
+)
 from vacuumlab.stats.significance import paired
 from vacuumlab.store import Store
 from vacuumlab.studies.cost_driver import CostDriverRun
@@ -91,3 +104,201 @@ def test_cost_driver_on_18_and_15_side_by_side(
     html = run_cli("compare", *runs, "--output", str(tmp_path / "c.html"))
     assert html.returncode == 0, html.stderr
     assert "side by side" in (tmp_path / "c.html").read_text(encoding="utf-8")
+
+
+# -- many metrics at once: Benjamini–Hochberg --------------------------------------------------
+
+#: The points every synthetic run measures: durations from 1 s to 32 s.
+SCALE = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+#: A change of the logarithm at each point whose mean is 0: no difference at all.
+ZERO_MEAN = [0.05, -0.04, 0.03, -0.05, 0.02, -0.01]
+#: Null metrics: ZERO_MEAN nudged a little, so each has its own p-value, all far from 5 %.
+NULLS = {f"null_{k:02}": [d + 0.001 * k for d in ZERO_MEAN] for k in range(20)}
+#: A small change that one test alone calls significant (p ≈ 0.03).
+MARGINAL = [0.10, 0.05, 0.12, 0.02, 0.08, -0.01]
+#: A large change, nearly the same at every point.
+LARGE = [0.40, 0.42, 0.38, 0.41, 0.39, 0.43]
+
+
+def record_runs(
+    store: Store,
+    changes: dict[str, list[float]],
+    versions: tuple[str, ...] = ("18.6", "18.6"),
+    study: str = "cost-driver",
+    more: dict[str, list[float]] | None = None,
+) -> list[Side]:
+    """A first run measuring SCALE for every metric, and runs after it where each metric is
+    SCALE × e^change at each point (the third run, if any, uses ``more``), plus one metric
+    (``count``) the same in every run."""
+    when = datetime.now(UTC)
+    columns = [dict.fromkeys(changes, [0.0] * len(SCALE)), changes, more or {}][: len(versions)]
+    ids = []
+    for version, column in zip(versions, columns, strict=True):
+        run = store.create_run(study, {"rows": 1}, server_version=version, settings={})
+        for i, v in enumerate(SCALE):
+            metrics = {name: v * math.exp(d[i]) for name, d in column.items()}
+            store.record_point(run, {"i": i}, 0, metrics | {"count": 7 * i}, started_at=when,
+                               ended_at=when)  # fmt: skip
+        ids.append(run)
+    return [Side(str(i), store.run(i), store.points(i)) for i in ids]
+
+
+def bh_by_hand(ps: list[float]) -> list[float]:
+    """Benjamini–Hochberg by the step-up rule: sorted ascending, the p of rank i becomes
+    the smallest of p(j) × m / j over the ranks j ≥ i, at most 1."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    adjusted, running = [0.0] * m, 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, ps[i] * m / rank)
+        adjusted[i] = running
+    return adjusted
+
+
+def row(c: Comparison, metric: str) -> MetricRow:
+    return next(r for r in c.rows if r.metric == metric)
+
+
+def test_a_marginal_p_among_many_null_metrics_is_not_real(store: Store) -> None:
+    """Alone, the marginal change passes the test at 5 %; adjusted across the 21 metrics
+    tested with it, it does not, and the comparison does not call it real."""
+    c = compare(record_runs(store, NULLS | {"marginal": MARGINAL}))
+    marginal = row(c, "marginal")
+    raw, adjusted = marginal.p_values[1], marginal.p_adjusted[1]
+    assert raw is not None
+    assert raw < 0.05
+    alone = paired([v * math.exp(d) for v, d in zip(SCALE, MARGINAL, strict=True)], SCALE)
+    assert alone.verdict == "significant"
+    assert adjusted is not None
+    assert adjusted >= 0.05
+    assert marginal.real == [False, False]
+    assert marginal.verdicts[1] == "within noise after adjustment (raw p below 5 %)"
+    assert not any(r.real[1] for r in c.rows)
+    assert c.tested == [0, 21]  # count is identical at every point: no p-value
+    assert verdict_line(c).startswith("No metric differs")
+
+
+def test_a_large_consistent_shift_stays_real(store: Store) -> None:
+    c = compare(record_runs(store, NULLS | {"marginal": MARGINAL, "large": LARGE}))
+    large = row(c, "large")
+    adjusted = large.p_adjusted[1]
+    assert adjusted is not None
+    assert adjusted < 0.001
+    assert large.real == [False, True]
+    assert large.verdicts[1] == "significant at 5 % after adjustment"
+    assert [r.metric for r in c.rows if any(r.real)] == ["large"]
+    assert verdict_line(c).endswith("(p-values adjusted): large")
+
+
+def test_adjusted_p_is_benjamini_hochberg_per_comparison(store: Store) -> None:
+    """Each later run's p-values are adjusted among themselves, and match the step-up rule
+    worked by hand; a metric without a p-value stays without one and is not counted."""
+    first = NULLS | {"marginal": MARGINAL, "large": LARGE}
+    second = {name: [d * 2 + 0.02 for d in change] for name, change in first.items()}
+    c = compare(record_runs(store, first, ("18.6", "18.6", "18.6"), more=second))
+    for column in (1, 2):
+        tested = [r for r in c.rows if r.p_values[column] is not None]
+        assert len(tested) == len(first) == c.tested[column]
+        raw = [r.p_values[column] for r in tested]
+        expected = bh_by_hand([p for p in raw if p is not None])
+        assert [r.p_adjusted[column] for r in tested] == pytest.approx(expected, rel=1e-12)
+        for r in tested:
+            assert r.real[column] == (expected[tested.index(r)] < 0.05)
+    count = row(c, "count")
+    assert count.p_values == count.p_adjusted == [None, None, None]
+    assert count.verdicts[1:] == ["identical at every point"] * 2
+
+
+def test_markdown_json_and_html_show_both_p_values(store: Store, tmp_path: Path) -> None:
+    c = compare(record_runs(store, NULLS | {"marginal": MARGINAL, "large": LARGE}))
+    marginal = row(c, "marginal")
+    raw, adjusted = marginal.p_values[1], marginal.p_adjusted[1]
+    assert raw is not None
+    assert adjusted is not None
+    data = json.loads(to_json(c))
+    [as_json] = [m for m in data["metrics"] if m["metric"] == "marginal"]
+    assert as_json["p_values"] == [None, raw]
+    assert as_json["p_adjusted"] == [None, adjusted]
+    assert as_json["real"] == [False, False]
+    assert data["tested"] == [0, 22]
+    md = to_markdown(c)
+    assert "| p | adjusted p | verdict |" in md
+    assert f"| {raw:.3f} | {adjusted:.3f} | within noise after adjustment" in md
+    assert "| < 0.001 | < 0.001 | **real**: significant at 5 % after adjustment |" in md
+    assert "adjusted across the 22 metrics tested in this comparison (Benjamini–Hochberg)" in md
+    assert "at most about 5 % are expected to be chance" in md
+    assert "one in twenty" not in md
+    html = to_html(c, tmp_path / "c.html").read_text(encoding="utf-8")
+    assert "<th>p</th><th>adjusted p</th>" in html
+    assert f'<td class="num">{raw:.3f}</td><td class="num">{adjusted:.3f}</td>' in html
+    assert "Benjamini–Hochberg" in html
+    assert "one in twenty" not in html
+
+
+# -- versions side by side ---------------------------------------------------------------------
+
+ON_16 = "PostgreSQL 16.14 on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit"
+
+
+def test_major_of_reads_every_recorded_form() -> None:
+    assert major_of(ON_16) == 16
+    assert major_of("18.6") == 18
+    assert major_of("18beta1") == 18
+    assert major_of("15") == 15
+    assert major_of("unknown") is None
+
+
+def test_runs_on_two_majors_list_what_changed_between_them(store: Store, tmp_path: Path) -> None:
+    c = compare(record_runs(store, NULLS, (ON_16, "18.6")))
+    expected = [x for x in CHANGES if 16 < x.since <= 18 and "cost-driver" in x.studies]
+    assert [x.since for x in expected] == [17, 18]
+    md = to_markdown(c)
+    assert "run 1: PostgreSQL 16.14 · run 2: PostgreSQL 18.6" in md
+    section = md[md.index("## What changed between PostgreSQL 16 and 18") : md.index("## Metrics")]
+    assert "Run 1 ran on PostgreSQL 16, run 2 on PostgreSQL 18." in section
+    assert [line for line in section.splitlines() if line.startswith("- ")] == [
+        f"- {x.since}: {x.what}" for x in expected
+    ]
+    data = json.loads(to_json(c))
+    [versions] = data["version_changes"]
+    assert versions["majors"] == [16, 18]
+    assert versions["title"] == "What changed between PostgreSQL 16 and 18"
+    assert versions["changes"] == [{"since": x.since, "what": x.what} for x in expected]
+    html = to_html(c, tmp_path / "c.html").read_text(encoding="utf-8")
+    assert '<section id="versions">' in html
+    assert "<h2>What changed between PostgreSQL 16 and 18</h2>" in html
+    assert html.count("<li>17: ") == 1
+    assert html.count("<li>18: ") == 1
+    assert "<li>16: " not in html
+    assert 'id="servers">run 1: PostgreSQL 16.14 · run 2: PostgreSQL 18.6</p>' in html
+
+
+def test_runs_on_one_major_have_no_versions_section(store: Store, tmp_path: Path) -> None:
+    c = compare(record_runs(store, NULLS, ("PostgreSQL 18.4 on x86_64", "18.6")))
+    assert c.version_changes == []
+    md = to_markdown(c)
+    assert "What changed between" not in md
+    assert "run 1: PostgreSQL 18.4 · run 2: PostgreSQL 18.6" in md
+    assert json.loads(to_json(c))["version_changes"] == []
+    html = to_html(c, tmp_path / "c.html").read_text(encoding="utf-8")
+    assert 'id="versions"' not in html
+    assert "What changed between" not in html
+
+
+def test_a_study_no_tracked_change_bears_on_says_so(store: Store) -> None:
+    """The section names the majors even when none of the changes between them can move the
+    study's figures; the newer run first is the same pair of majors."""
+    assert changes_between(18, 16, study="toast") == []
+    c = compare(record_runs(store, NULLS, ("18.6", ON_16), study="toast"))
+    md = to_markdown(c)
+    assert "## What changed between PostgreSQL 16 and 18" in md
+    assert "Run 1 ran on PostgreSQL 18, run 2 on PostgreSQL 16. No change vacuumlab" in md
+
+
+def test_the_cli_prints_both_p_values_and_the_versions(store: Store) -> None:
+    record_runs(store, NULLS | {"large": LARGE}, (ON_16, "18.6"))
+    result = run_cli("compare", "1", "2", "--store", str(store.path), "--format", "md")
+    assert result.returncode == 0, result.stderr
+    assert "## What changed between PostgreSQL 16 and 18" in result.stdout
+    assert "| p | adjusted p | verdict |" in result.stdout

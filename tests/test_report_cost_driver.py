@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
+from html import unescape
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -27,7 +28,8 @@ from helpers.cost_driver import (
     synthetic_metrics,
 )
 from helpers.report import T0, XSS, Rendered, make_churn_run
-from vacuumlab.records.cost_driver_spec import point_params
+from vacuumlab.model.versions import CHANGES
+from vacuumlab.records.cost_driver_spec import STUDY, point_params
 from vacuumlab.report.churn import render_churn_report
 from vacuumlab.report.cost_driver import render_cost_driver_report
 from vacuumlab.store import Store
@@ -360,3 +362,68 @@ def test_templates_ship_as_package_data() -> None:
     templates = resources.files("vacuumlab.report") / "templates"
     for name in ("cost_driver.html.j2", "_style.css.j2", "churn.html.j2"):
         assert (templates / name).is_file()
+
+
+# -- the PostgreSQL version and what in it bears on the figures ---------------------------------
+
+ON_16 = "PostgreSQL 16.14 on x86_64-pc-linux-gnu, compiled by gcc, 64-bit"
+
+
+def cost_driver_changes(major: int) -> list[str]:
+    """The list the note should show for a run on ``major``, from the versions table."""
+    return [
+        f"since {c.since}: {c.what}" for c in CHANGES if c.since <= major and STUDY in c.studies
+    ]
+
+
+def version_note(html: str) -> str:
+    return element(html, 'id="version-note"', "</div>")
+
+
+def listed(note: str) -> list[str]:
+    return [unescape(item) for item in re.findall(r"<li>(.*?)</li>", note)]
+
+
+def run_on(store: Store, version: str, index_scans: dict[int, int | None]) -> int:
+    """A small cost-driver run on ``version``: compact 50 %, one point per index count in
+    ``index_scans``, each recording that many index passes (None: not recorded)."""
+    run_id = store.create_run(STUDY, {}, server_version=version, settings={}, machine={})
+    for indexes, scans in index_scans.items():
+        metrics = synthetic_metrics("compact", 50, indexes, 0, "autovacuum")
+        metrics["index_scans"] = scans
+        params = point_params("compact", 50, indexes, ROWS, "autovacuum")
+        store.record_point(run_id, params, 0, metrics, started_at=T0, ended_at=T0)
+    store.finish_run(run_id, "done")
+    return run_id
+
+
+def test_the_version_note_differs_between_16_and_18(
+    shared: dict[str, Rendered], store: Store, tmp_path: Path
+) -> None:
+    """The default run is on 18.6; one on 16 lacks what 17 and 18 brought."""
+    on_18 = version_note(shared["default"].html)
+    on_16 = version_note(render(store, run_on(store, ON_16, {0: 0, 1: 0, 2: 1, 3: 2}), tmp_path))
+    assert on_18 != on_16
+    assert "Measured on PostgreSQL 18. What this version does" in on_18
+    assert "Measured on PostgreSQL 16. What this version does" in on_16
+    assert listed(on_18) == cost_driver_changes(18)
+    assert listed(on_16) == cost_driver_changes(16)
+    assert [item.split(":")[0] for item in listed(on_18)] == [
+        "since 14", "since 16", "since 17", "since 18",
+    ]  # fmt: skip
+    assert [item.split(":")[0] for item in listed(on_16)] == ["since 14", "since 16"]
+    # 8 combinations with indexes, 3 repetitions each, one index pass each (the helper's)
+    assert "of the 24 autovacuums of a table with indexes, 24 made one." in on_18
+    assert "of the 3 autovacuums of a table with indexes, 1 made one, 1 made none" in on_16
+    assert "1 made more than one" in on_16
+
+
+def test_the_version_note_without_index_passes_or_changes(store: Store, tmp_path: Path) -> None:
+    """A run on 13 predates every change the table tracks; points that do not record index
+    passes leave the sentence out; a version that names no major leaves the note out."""
+    note = version_note(render(store, run_on(store, "13.22", {1: None}), tmp_path / "a"))
+    assert "Measured on PostgreSQL 13, older than every change" in note
+    assert "<li>" not in note
+    assert "Index passes" not in note
+    html = render(store, run_on(store, "unknown", {1: 1}), tmp_path / "b")
+    assert 'id="version-note"' not in html

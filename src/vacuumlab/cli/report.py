@@ -103,8 +103,9 @@ def compare(
     ] = None,
 ) -> None:
     """Runs of one study with the same parameters on different targets (server version,
-    machine, executor, build) side by side: what differs, and which metrics' differences
-    are real and which are within noise.
+    machine, executor, build) side by side: what differs, what changed between their
+    PostgreSQL majors, and which metrics' differences are real (p-values adjusted across the
+    metrics, Benjamini–Hochberg) and which are within noise.
 
     Example: vacuumlab compare 3 4 --format md
     """

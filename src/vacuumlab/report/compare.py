@@ -4,6 +4,13 @@ targets (server version, machine, executor, build), side by side.
 Each metric is compared point by point: the same point (parameters and repetition averaged)
 in the first run and in another, tested with the paired t-test (``stats.significance``), so a
 difference counts as real only when it is larger than the way it scatters over the points.
+A comparison tests some forty metrics at once, so its p-values are adjusted together
+(Benjamini–Hochberg) before any is called real: unadjusted, two identical runs would show
+about two "real" differences by chance.
+
+When the runs' PostgreSQL majors differ, the comparison lists what changed between them
+(``model.versions``) that can move the study's figures.
+
 Pure: runs and points in, a :class:`Comparison` out, rendered as Markdown, JSON or HTML.
 """
 
@@ -17,15 +24,23 @@ from statistics import fmean
 from typing import Any
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.versions import Change, changes_between, major_of
 from vacuumlab.report.common import DASH, environment, format_seconds, machine_rows
+from vacuumlab.report.markdown import md_text
 from vacuumlab.report.page import executor_text, write
-from vacuumlab.stats.significance import ALPHA, p_text, paired
+from vacuumlab.stats.significance import ALPHA, bh_adjusted, p_text, paired
+from vacuumlab.stats.significance import Comparison as Test
 from vacuumlab.store import Point, Run
 
 #: Parameters that say where a run ran, not what it measured: they may differ.
 TARGET_PARAMS = frozenset({"target"})
 #: How many differing server settings the comparison names before it counts the rest.
 SETTINGS_SHOWN = 12
+
+#: The level the adjusted p-values are held to, as the reports write it ("5 %").
+ALPHA_TEXT = f"{ALPHA * 100:g} %"
+REAL = f"significant at {ALPHA_TEXT} after adjustment"
+DEMOTED = f"within noise after adjustment (raw p below {ALPHA_TEXT})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +63,31 @@ class Difference:
 @dataclass(frozen=True, slots=True)
 class MetricRow:
     """One metric: its mean over the shared points in each run and, for each run after the
-    first, the change against the first and the paired test's verdict."""
+    first, the change against the first, the paired test's p-value, that p-value adjusted
+    across the comparison's metrics, and the verdict the adjusted one gives."""
 
     metric: str
     means: list[float | None]
     changes: list[float | None]  # relative to the first run; None for the first
     verdicts: list[str]
-    p_values: list[float | None]
-    real: list[bool]
+    p_values: list[float | None]  # the paired test's own
+    p_adjusted: list[float | None]  # Benjamini–Hochberg, across the comparison's metrics
+    real: list[bool]  # adjusted p below ALPHA, or the same shift at every point
+
+
+@dataclass(frozen=True, slots=True)
+class VersionChanges:
+    """What changed between the first run's PostgreSQL major and another run's, as far as
+    it can move the study's figures."""
+
+    runs: tuple[str, str]  # the first run, the other
+    majors: tuple[int, int]  # their majors, in the same order
+    changes: list[Change]
+
+    @property
+    def title(self) -> str:
+        low, high = sorted(self.majors)
+        return f"What changed between PostgreSQL {low} and {high}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +99,10 @@ class Comparison:
     params: dict[str, Any]
     shared_points: int
     rows: list[MetricRow]
+    #: How many metrics had a p-value, and so were adjusted together, in each run's
+    #: comparison with the first (0 for the first).
+    tested: list[int]
+    version_changes: list[VersionChanges]
 
 
 def compare(sides: Sequence[Side]) -> Comparison:
@@ -83,7 +119,8 @@ def compare(sides: Sequence[Side]) -> Comparison:
             f"runs {first.label} and {sides[1].label} share no measured point to compare"
         )
     names = sorted(set.intersection(*(_numeric(m, shared) for m in means)))
-    rows = [_row(name, [[m[k].get(name) for k in shared] for m in means]) for name in names]
+    columns = {name: [[m[k].get(name) for k in shared] for m in means] for name in names}
+    rows, tested = _rows(columns, len(sides))
     params = {k: v for k, v in first.run.params.items() if k not in TARGET_PARAMS}
     return Comparison(
         study=first.run.study,
@@ -93,6 +130,8 @@ def compare(sides: Sequence[Side]) -> Comparison:
         params=params,
         shared_points=len(shared),
         rows=rows,
+        tested=tested,
+        version_changes=version_changes(sides),
     )
 
 
@@ -128,26 +167,78 @@ def _numeric(means: Mapping[str, Mapping[str, float]], keys: Sequence[str]) -> s
     return {name for key in keys for name in means[key]}
 
 
-def _row(name: str, columns: Sequence[Sequence[float | None]]) -> MetricRow:
-    """The metric's columns (one per run, one value per shared point) compared to the first."""
-    base = columns[0]
+def _rows(
+    columns: Mapping[str, Sequence[Sequence[float | None]]], runs: int
+) -> tuple[list[MetricRow], list[int]]:
+    """Each metric's row, and how many metrics each comparison tested. The later runs are
+    each tested against the first, metric by metric; then the p-values of one comparison
+    (one later run, every metric) are adjusted together."""
+    names = list(columns)
+    tests = {n: [paired(other, columns[n][0]) for other in columns[n][1:]] for n in names}
+    adjusted = [bh_adjusted([tests[n][j].p_value for n in names]) for j in range(runs - 1)]
+    rows = [
+        _row(name, columns[name], tests[name], [a[i] for a in adjusted])
+        for i, name in enumerate(names)
+    ]
+    return rows, [0, *(sum(q is not None for q in a) for a in adjusted)]
+
+
+def _row(
+    name: str,
+    columns: Sequence[Sequence[float | None]],
+    tests: Sequence[Test],
+    adjusted: Sequence[float | None],
+) -> MetricRow:
+    """The metric's columns (one per run, one value per shared point) compared to the first:
+    ``tests`` are the paired tests of each later column, ``adjusted`` their p-values adjusted
+    across the comparison's metrics."""
     means = [_mean(c) for c in columns]
     changes: list[float | None] = [None]
-    p_values: list[float | None] = [None]
     verdicts, real = ["baseline"], [False]
-    for other, mean in zip(columns[1:], means[1:], strict=True):
-        test = paired(other, base)
-        change = None if mean is None or not means[0] else (mean - means[0]) / abs(means[0])
-        changes.append(change)
-        verdicts.append(test.text)
-        p_values.append(test.p_value)
-        real.append(test.verdict == "significant")
-    return MetricRow(name, means, changes, verdicts, p_values, real)
+    for test, q, mean in zip(tests, adjusted, means[1:], strict=True):
+        changes.append(None if mean is None or not means[0] else (mean - means[0]) / abs(means[0]))
+        text, is_real = _verdict(test, q)
+        verdicts.append(text)
+        real.append(is_real)
+    p_values = [None, *(t.p_value for t in tests)]
+    return MetricRow(name, means, changes, verdicts, p_values, [None, *adjusted], real)
+
+
+def _verdict(test: Test, adjusted: float | None) -> tuple[str, bool]:
+    """The verdict on one metric of one comparison, and whether it is real: by the adjusted
+    p-value where the test gave one; without a p-value (identical at every point, the same
+    shift at every point, not testable), by the test's own verdict."""
+    if test.p_value is None or adjusted is None:
+        return test.text, test.verdict == "significant"
+    if adjusted < ALPHA:
+        return REAL, True
+    return (DEMOTED if test.verdict == "significant" else test.text), False
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return fmean(present) if present else None
+
+
+def server_name(version: str) -> str:
+    """A recorded server version, short: "PostgreSQL 18.6" without the build details."""
+    short = version.split(" on ")[0].strip()
+    return short if short.startswith("PostgreSQL") else f"PostgreSQL {short}"
+
+
+def version_changes(sides: Sequence[Side]) -> list[VersionChanges]:
+    """For each run whose major differs from the first run's, what changed between the two
+    that can move the study's figures; one entry per pair of majors."""
+    first = sides[0]
+    base = major_of(first.run.server_version)
+    found: dict[tuple[int, int], VersionChanges] = {}
+    for side in sides[1:]:
+        other = major_of(side.run.server_version)
+        if base is None or other is None or other == base or (base, other) in found:
+            continue
+        changes = changes_between(base, other, study=first.run.study)
+        found[base, other] = VersionChanges((first.label, side.label), (base, other), changes)
+    return list(found.values())
 
 
 def differences(sides: Sequence[Side]) -> list[Difference]:
@@ -190,13 +281,57 @@ def _change(value: float | None) -> str:
     return DASH if value is None else f"{value:+.1%}"
 
 
+def change_text(change: Change) -> str:
+    """A change as the comparison lists it: its major, then what it does."""
+    return f"{change.since}: {change.what}"
+
+
+def adjustment_text(c: Comparison) -> str:
+    """How the p-values were adjusted, in one sentence, with how many metrics each
+    comparison adjusted together."""
+    counts = c.tested[1:]
+    if not any(counts):
+        return "No metric has a p-value here (each is identical, shifted alike or untestable)."
+    if len(set(counts)) == 1:
+        across = f"across the {counts[0]} metrics tested in this comparison"
+    else:
+        across = (
+            "across the metrics tested in each comparison ("
+            + ", ".join(f"{n} with run {r}" for n, r in zip(counts, c.runs[1:], strict=True))
+            + ")"
+        )
+    return (
+        f"The p-values are adjusted {across} (Benjamini–Hochberg), and a metric is real when "
+        f"its adjusted p is below {ALPHA_TEXT}: among the metrics called real, at most about "
+        f"{ALPHA_TEXT} are expected to be chance."
+    )
+
+
+def servers_text(c: Comparison) -> str:
+    """The runs' servers side by side."""
+    return " · ".join(f"run {r}: {server_name(v)}" for r, v in zip(c.runs, c.servers, strict=True))
+
+
+def versions_intro(v: VersionChanges) -> str:
+    """The sentence before a version section's list."""
+    (first, other), (a, b) = v.runs, v.majors
+    where = f"Run {first} ran on PostgreSQL {a}, run {other} on PostgreSQL {b}."
+    if not v.changes:
+        return f"{where} No change vacuumlab tracks between them bears on this study's figures."
+    return (
+        f"{where} What changed in between that can move this study's figures, by the major "
+        "that brought it:"
+    )
+
+
 def verdict_line(c: Comparison) -> str:
     """Which differences are real, in one sentence."""
     real = [r.metric for r in c.rows if any(r.real)]
     if not real:
-        return "No metric differs by more than its noise."
-    return f"{len(real)} of {len(c.rows)} metrics differ by more than their noise: " + ", ".join(
-        real
+        return "No metric differs by more than its noise (p-values adjusted)."
+    return (
+        f"{len(real)} of {len(c.rows)} metrics differ by more than their noise "
+        "(p-values adjusted): " + ", ".join(real)
     )
 
 
@@ -210,6 +345,17 @@ def to_json(c: Comparison) -> str:
             "params": c.params,
             "shared_points": c.shared_points,
             "alpha": ALPHA,
+            "adjustment": "benjamini-hochberg",
+            "tested": c.tested,
+            "version_changes": [
+                {
+                    "runs": list(v.runs),
+                    "majors": list(v.majors),
+                    "title": v.title,
+                    "changes": [{"since": x.since, "what": x.what} for x in v.changes],
+                }
+                for v in c.version_changes
+            ],
             "metrics": [
                 {
                     "metric": r.metric,
@@ -217,6 +363,7 @@ def to_json(c: Comparison) -> str:
                     "changes": r.changes,
                     "verdicts": r.verdicts,
                     "p_values": r.p_values,
+                    "p_adjusted": r.p_adjusted,
                     "real": r.real,
                 }
                 for r in c.rows
@@ -231,9 +378,10 @@ def to_markdown(c: Comparison) -> str:
     lines = [
         f"# {c.study}: runs {runs} side by side",
         "",
+        md_text(servers_text(c)),
+        "",
         f"{c.shared_points} points measured in every run, each metric compared point by point "
-        f"with the first run (paired t-test at {ALPHA:.0%}; with many metrics, about one in "
-        "twenty can show as real by chance).",
+        f"with the first run (paired t-test). {adjustment_text(c)}",
         "",
         verdict_line(c),
         "",
@@ -248,10 +396,14 @@ def to_markdown(c: Comparison) -> str:
         lines.append(f"| {d.what} | " + " | ".join(values) + " |")
     if not c.differences:
         lines.append("| nothing recorded | " + " | ".join("" for _ in c.runs) + " |")
+    for v in c.version_changes:
+        lines += ["", f"## {v.title}", "", versions_intro(v)]
+        if v.changes:
+            lines += ["", *(f"- {change_text(x)}" for x in v.changes)]
     lines += ["", "## Metrics", ""]
     head = ["metric", f"run {c.runs[0]}"]
     for r in c.runs[1:]:
-        head += [f"run {r}", "change", "p", "verdict"]
+        head += [f"run {r}", "change", "p", "adjusted p", "verdict"]
     lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for row in c.rows:
         cells = [row.metric, _number(row.means[0])]
@@ -260,17 +412,19 @@ def to_markdown(c: Comparison) -> str:
                 _number(row.means[i]),
                 _change(row.changes[i]),
                 p_text(row.p_values[i]),
+                p_text(row.p_adjusted[i]),
                 ("**real**: " if row.real[i] else "") + row.verdicts[i],
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _others(r: MetricRow, runs: int) -> list[tuple[str, str, str, str, bool]]:
-    """A metric's cells for each run after the first: mean, change, p, verdict, real."""
+def _others(r: MetricRow, runs: int) -> list[tuple[str, str, str, str, str, bool]]:
+    """A metric's cells for each run after the first: mean, change, p, adjusted p, verdict,
+    real."""
     return [
-        (_number(r.means[i]), _change(r.changes[i]), p_text(r.p_values[i]), r.verdicts[i],
-         r.real[i])
+        (_number(r.means[i]), _change(r.changes[i]), p_text(r.p_values[i]),
+         p_text(r.p_adjusted[i]), r.verdicts[i], r.real[i])
         for i in range(1, runs)
     ]  # fmt: skip
 
@@ -280,7 +434,12 @@ def to_html(c: Comparison, path: Path) -> Path:
     view = {
         "c": c,
         "verdict": verdict_line(c),
-        "alpha": f"{ALPHA:.0%}",
+        "servers": servers_text(c),
+        "adjustment": adjustment_text(c),
+        "versions": [
+            (v.title, versions_intro(v), [change_text(x) for x in v.changes])
+            for v in c.version_changes
+        ],
         "rows": [(r.metric, _number(r.means[0]), _others(r, len(c.runs))) for r in c.rows],
     }
     write(path, environment().get_template("compare.html.j2").render(**view))

@@ -5,6 +5,10 @@ groups share a variance, which two fillfactors need not. With fewer than two val
 there is no variance to estimate, and the comparison says so instead of guessing.
 
 Missing values (None, NaN, infinities) are dropped, as everywhere in the reports.
+
+Many tests made together (one comparison's metrics) are adjusted with Benjamini–Hochberg
+(:func:`bh_adjusted`): among the differences called significant at α, at most about a share α
+is then expected to be chance, however many metrics were tested.
 """
 
 from __future__ import annotations
@@ -118,6 +122,20 @@ def p_text(p: float | None) -> str:
     if p is None:
         return "—"
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def bh_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """The Benjamini–Hochberg adjusted p-values of tests made together
+    (``scipy.stats.false_discovery_control``): a test is significant at a false discovery rate
+    of α when its adjusted p is below α. A missing p-value (no test) stays None and does not
+    count among the tests."""
+    tested = [i for i, p in enumerate(p_values) if p is not None and math.isfinite(p)]
+    adjusted: list[float | None] = [None] * len(p_values)
+    if tested:
+        found = stats.false_discovery_control([p_values[i] for i in tested], method="bh")
+        for i, q in zip(tested, found, strict=True):
+            adjusted[i] = float(q)
+    return adjusted
 
 
 def paired(

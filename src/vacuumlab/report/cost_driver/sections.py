@@ -1,6 +1,7 @@
-"""The cost-driver report's sections: pages against tuples beside the published figures, time
-per index, heap and index blocks, manual against autovacuum, and the view model the template
-renders. Plain strings, escaped by the template."""
+"""The cost-driver report's sections: the PostgreSQL version and what in it bears on the
+figures, pages against tuples beside the published figures, time per index, heap and index
+blocks, manual against autovacuum, and the view model the template renders. Plain strings,
+escaped by the template."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vacuumlab.model.versions import CHANGES, major_of
 from vacuumlab.records.cost_driver import CostDriverConfig
 from vacuumlab.records.cost_driver_spec import (
     PUBLICATION,
     PUBLISHED_COMPACT_50_BY_INDEXES,
     PUBLISHED_ZERO_INDEX,
+    STUDY,
 )
 from vacuumlab.report.common import DASH, Cell, count, format_seconds, percent, times
 from vacuumlab.report.cost_driver.charts import draw_charts
@@ -85,10 +88,22 @@ class TableRow:
 
 
 @dataclass(frozen=True, slots=True)
+class VersionNote:
+    """The PostgreSQL major the run ran on, what that version does that bears on the figures
+    ("since 17: …"), and the index passes the autovacuums made, where the points record them."""
+
+    major: int
+    intro: str
+    changes: list[str]
+    index_passes: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     header: Header
     cost_settings: list[tuple[str, str]]
     duration_note: str
+    version: VersionNote | None
     seed: list[TableRow]
     charts: list[Chart]
     slopes: list[TableRow]
@@ -188,6 +203,52 @@ def _duration_note(data: Data) -> str:
     lacking = counts[None]
     tail = f" {lacking} point(s) have no duration and are left out." if lacking else ""
     return f"Duration is {'; '.join(used)}.{tail}"
+
+
+def _version_note(run: Run, data: Data) -> VersionNote | None:
+    """What in the run's PostgreSQL bears on the figures; None when the recorded version
+    names no major."""
+    major = major_of(run.server_version)
+    if major is None:
+        return None
+    changes = [
+        f"since {c.since}: {c.what}" for c in CHANGES if c.since <= major and STUDY in c.studies
+    ]
+    intro = (
+        f"Measured on PostgreSQL {major}. What this version does that bears on these figures:"
+        if changes
+        else f"Measured on PostgreSQL {major}, older than every change in vacuum that "
+        "vacuumlab tracks for this study."
+    )
+    return VersionNote(major, intro, changes, _index_passes(data))
+
+
+#: What a count of index passes says, by the count (2: two or more).
+_PASSES = (
+    (1, "made one"),
+    (0, "made none (the index passes were skipped)"),
+    (2, "made more than one (the dead tuple ids did not fit in the work memory at once)"),
+)
+
+
+def _index_passes(data: Data) -> str | None:
+    """How many index passes the autovacuums of a table with indexes made (``index_scans``,
+    from vacuum's log line), or None when no point records it."""
+    found = [
+        int(scans)
+        for (_, _, indexes), group in data.auto.items()
+        if indexes > 0
+        for o in group
+        if (scans := o.get("index_scans")) is not None
+    ]
+    if not found:
+        return None
+    kinds = Counter(min(n, 2) for n in found)
+    parts = [f"{kinds[n]} {what}" for n, what in _PASSES if kinds[n]]
+    return (
+        f"Index passes (index_scans in vacuum's log line): of the {len(found)} autovacuums "
+        f"of a table with indexes, {', '.join(parts)}."
+    )
 
 
 # -- pages, not tuples ---------------------------------------------------------------------
@@ -316,6 +377,7 @@ def build_report(store: Store, run: Run, points: Sequence[Point], out_dir: Path)
         header=_header(run, data),
         cost_settings=[(name, run.settings.get(name, "not recorded")) for name in COST_SETTINGS],
         duration_note=_duration_note(data),
+        version=_version_note(run, data),
         seed=_seed_rows(data.auto),
         charts=draw_charts(data, out_dir),
         slopes=_slope_rows(data.auto),
