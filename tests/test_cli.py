@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import psycopg
 import pytest
 import typer
 from psycopg.conninfo import make_conninfo
@@ -15,6 +16,7 @@ from helpers.advise import BLOATED_TABLE
 from helpers.cli import assert_one_line_error, run_cli
 from helpers.db import PASSWORD_ROLE, execute
 from vacuumlab.cli import app
+from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records import (
     churn_spec,
@@ -346,3 +348,15 @@ def test_options_left_to_the_preset_show_each_presets_value(
         value = getattr(preset, field)
         shown = ",".join(map(str, value)) if isinstance(value, tuple) else f"{value:,}"
         assert shown in default, (name, shown, default)
+
+
+def test_an_unexpected_server_error_is_told_as_one(sandbox: Sandbox) -> None:
+    """What a server raises that vacuumlab did not expect (a query one version does not
+    take) is known as the server's, for a one-line error; vacuumlab's own errors are not."""
+    from vacuumlab.cli import _is_database_error
+
+    with psycopg.connect(sandbox.dsn) as conn, pytest.raises(psycopg.Error) as raised:
+        conn.execute("SELECT 1 / 0")
+    assert _is_database_error(raised.value)
+    assert not _is_database_error(VacuumlabError("x"))
+    assert not _is_database_error(ValueError("x"))

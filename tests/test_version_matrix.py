@@ -41,6 +41,9 @@ from vacuumlab.store import Store
 from vacuumlab.studies.custom import CustomRun
 from vacuumlab.watch.source import Source
 
+#: Six servers, each measured for half a minute: CI runs them (make test-all too).
+pytestmark = pytest.mark.slow
+
 #: 20,000 rows analysed, then a quarter updated: 5,000 dead tuples, past 50 + 0.2 × 20,000,
 #: with autovacuum off for the table so nothing empties it; a partitioned table beside it.
 WORKLOAD = (

@@ -9,6 +9,7 @@ this one builds the app and turns errors into one line. Errors the user can act 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
 
@@ -75,9 +76,15 @@ def main(argv: list[str] | None = None) -> None:
         err.print("aborted")
         sys.exit(1)
     except Exception as exc:
-        if not _is_usage_error(exc):
-            raise
-        _usage_error(exc)
+        if _is_usage_error(exc):
+            _usage_error(exc)
+        if _is_database_error(exc) and not os.environ.get("VACUUMLAB_DEBUG"):
+            _fail(
+                f"the server answered a query of vacuumlab's with an error it did not expect "
+                f"({' '.join(str(exc).split())}): please report it, with the server's version; "
+                "VACUUMLAB_DEBUG=1 shows where"
+            )
+        raise
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -94,6 +101,12 @@ def _is_usage_error(exc: Exception) -> bool:
     """Click's usage errors (bad option values, missing arguments), known by their interface:
     Typer ships click as a private module, so there is no public class to name."""
     return hasattr(exc, "format_message") and getattr(exc, "exit_code", None) == 2
+
+
+def _is_database_error(exc: Exception) -> bool:
+    """An error the driver raised for the server (a query a server version does not take,
+    say), known by its module so that commands which never connect load no driver."""
+    return type(exc).__module__.split(".")[0] == "psycopg"
 
 
 def _fail(message: str) -> NoReturn:

@@ -21,11 +21,12 @@ from psycopg.rows import class_row, dict_row
 from pydantic import BaseModel, TypeAdapter
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.versions import MIN_MAJOR, SUPPORTED
 from vacuumlab.pg import queries
 from vacuumlab.records.snapshot import ServerInfo
 
 APPLICATION_NAME = "vacuumlab"
-MIN_VERSION_NUM = 130000
+MIN_VERSION_NUM = MIN_MAJOR * 10000
 #: The first libpq that sends a statement's rows in chunks as they come (Session.chunks).
 CHUNKED_LIBPQ = 170000
 T = TypeVar("T")
@@ -257,10 +258,7 @@ def _open(dsn: str, opening: Opening) -> psycopg.Connection[Any]:
 def _server_info(conn: psycopg.Connection[Any]) -> tuple[ServerInfo, int]:
     """The server's facts, and the size of this database's pg_class in bytes."""
     version_num = conn.info.server_version
-    if version_num < MIN_VERSION_NUM:
-        raise VacuumlabError(
-            f"PostgreSQL {version_num // 10000} is not supported; vacuumlab needs 13 or later"
-        )
+    refuse_old(version_num)
     text = queries.get("server_info", version_num)
     assert text is not None
     with conn.cursor(row_factory=dict_row) as cur:
@@ -269,6 +267,16 @@ def _server_info(conn: psycopg.Connection[Any]) -> tuple[ServerInfo, int]:
     assert row is not None
     catalog_bytes = row.pop("catalog_bytes")
     return ServerInfo.model_validate(row), catalog_bytes
+
+
+def refuse_old(version_num: int) -> None:
+    """A server older than the oldest supported major gets a one-line refusal, before any
+    question is asked of it (its views lack the counters the questions read)."""
+    if version_num < MIN_VERSION_NUM:
+        raise VacuumlabError(
+            f"PostgreSQL {version_num // 10000} is not supported: vacuumlab needs "
+            f"{MIN_MAJOR} or later (supported: {SUPPORTED[0]} to {SUPPORTED[-1]})"
+        )
 
 
 def first_line(exc: BaseException) -> str:

