@@ -31,6 +31,7 @@ from helpers.db import execute
 from helpers.version_facts import check_server, database_with_extensions
 from test_exporter import exporting, scrape, value
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.knobs import KNOBS
 from vacuumlab.model.versions import SUPPORTED
 from vacuumlab.pg import fetch
 from vacuumlab.pg.sandbox import Sandbox
@@ -285,3 +286,29 @@ def test_the_version_facts_hold(versioned: Versioned) -> None:
     """The table of settings, columns and behaviours by major (model/versions.py) against
     this server's pg_settings and catalogs."""
     assert check_server(versioned.dsn) == []
+
+
+def test_the_table_options_a_major_takes(versioned: Versioned) -> None:
+    """Each table option vacuumlab may recommend, and each of an enum's values, is refused by
+    the knob check exactly where the server refuses it (vacuum_index_cleanup is on or off
+    from 12, auto from 14)."""
+    version_num = versioned.major * 10000
+    for k in KNOBS.values():
+        if "table" not in k.scopes or k.vartype not in ("enum", "bool"):
+            continue
+        for choice in k.values or ("on", "off"):
+            statement = sql.SQL("ALTER TABLE churn SET ({} = {})").format(
+                sql.Identifier(k.name), sql.Literal(choice)
+            )
+            try:
+                execute(versioned.dsn, statement)
+                server_takes = True
+            except psycopg.errors.InvalidParameterValue:
+                server_takes = False
+            try:
+                k.check(choice, "table", version_num)
+                we_take = True
+            except VacuumlabError:
+                we_take = False
+            assert we_take == server_takes, (k.name, choice)
+    execute(versioned.dsn, "ALTER TABLE churn RESET (vacuum_index_cleanup, vacuum_truncate)")

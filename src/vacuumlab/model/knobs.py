@@ -45,6 +45,8 @@ class Knob:
     #: The reloption's own minimum where it differs from the GUC's (reloptions.c): -1 there is
     #: only the unset default, not a value one can SET.
     table_minimum: float | None = None
+    #: Enum values newer than the knob, with the server_version_num that first takes each.
+    values_since: tuple[tuple[str, int], ...] = ()
 
     def lowest(self, scope: Scope) -> float | None:
         if scope != "server" and self.table_minimum is not None:
@@ -64,6 +66,12 @@ class Knob:
             raise VacuumlabError(f"{self.name} takes on or off, not {value!r}")
         if self.vartype == "enum" and value not in self.values:
             raise VacuumlabError(f"{self.name} takes one of {', '.join(self.values)}")
+        for newer, since in self.values_since:
+            if value == newer and version_num < since:
+                raise VacuumlabError(
+                    f"{self.name} = {value} needs PostgreSQL {since // 10000}; the server is "
+                    f"{version_num // 10000}"
+                )
         if self.vartype in ("integer", "real"):
             self._check_number(value, scope)
 
@@ -154,8 +162,9 @@ KNOBS: dict[str, Knob] = {
         Knob("autovacuum_work_mem", "integer", -1, INT_MAX, "kB", 90400, _SERVER),
         Knob("fillfactor", "integer", 10, 100, None, 80200, frozenset({"table"})),
         Knob("toast_tuple_target", "integer", 128, 8160, None, 110000, frozenset({"table"})),
-        Knob("vacuum_index_cleanup", "enum", None, None, None, 140000, _TABLES,
-             values=("auto", "on", "off")),
+        # A table option from 12 (on or off); auto, the default, from 14 (reloptions.c).
+        Knob("vacuum_index_cleanup", "enum", None, None, None, 120000, _TABLES,
+             values=("auto", "on", "off"), values_since=(("auto", 140000),)),
         Knob("vacuum_truncate", "bool", None, None, None, 120000, _TABLES),
     )
 }  # fmt: skip
