@@ -180,6 +180,20 @@ def test_resume_measures_only_what_is_missing(sandbox: Sandbox, tmp_path: Path) 
         assert store.run(1).status == "done"
 
 
+def test_a_run_begun_on_another_major_is_not_resumed_here(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Points of two majors in one run would be compared as one: resuming a run begun on 16
+    on the embedded 18 is refused before anything is measured."""
+    config = make_config("quick", rows=20_000, dead_pcts=(10,), indexes=(0,), repeat=1)
+    with Store.open(tmp_path / "results.sqlite") as store:
+        began = "PostgreSQL 16.14 on x86_64-pc-linux-gnu, compiled by gcc, 64-bit"
+        run_id = store.create_run("cost-driver", config.params(), server_version=began,
+                                  settings={})  # fmt: skip
+        run = CostDriverRun(config, Target.of_sandbox(sandbox), store, run_id=run_id)
+        with pytest.raises(VacuumlabError, match="began on PostgreSQL 16, this server is 18"):
+            run.execute()
+        assert store.points(run_id) == []
+
+
 def test_config_round_trips_and_is_validated() -> None:
     config = make_config("paper", indexes=(0, 5), manual=True)
     assert CostDriverConfig.from_params(config.params()) == config

@@ -22,6 +22,8 @@ import psycopg
 from psycopg import sql
 
 from vacuumlab.collect import probes
+from vacuumlab.errors import VacuumlabError
+from vacuumlab.model.versions import major_of
 from vacuumlab.pg.connect import Session, Timeouts, connect
 from vacuumlab.pg.target import Target
 from vacuumlab.records.params import Config
@@ -200,6 +202,8 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
         self.validate()
         if self.run_id is None:
             self.run_id = self._create_run()
+        else:
+            self._check_same_major(self.run_id)
         done = self.store.done(self.run_id)
         todo = [p for p in self.plan() if (point_key(p.params), p.repetition) not in done]
         status: Literal["done", "failed", "interrupted"] = "failed"
@@ -258,6 +262,18 @@ class StudyRun(ABC, Generic[ConfigT, PointT]):
         return self.store.create_run(
             self.study, self.params(), server_version=version, settings=settings
         )
+
+    def _check_same_major(self, run_id: int) -> None:
+        """A resumed run measures its remaining points on the major it began on: points of
+        two majors in one run would be compared as one."""
+        began = major_of(self.store.run(run_id).server_version)
+        with connect(self.target.dsn) as session:
+            now_on = session.info.version_num // 10000
+        if began is not None and began != now_on:
+            raise VacuumlabError(
+                f"run {run_id} began on PostgreSQL {began}, this server is {now_on}: resume "
+                f"it on {began} (--pg {began}, or the --dsn it ran on)"
+            )
 
     def own_tables(self) -> tuple[str, ...]:
         """The tables this run creates: ``tables``, unless they depend on the config."""
