@@ -387,3 +387,12 @@ def test_a_profile_captured_on_the_server_simulates(embedded_database: str) -> N
     assert jobs.vacuums > 0
     [subject] = [s for s in subjects_of(captured).values() if not s.is_toast]
     assert subject.vacuum_scale == 0.01
+
+
+@pytest.mark.parametrize(("version", "context"), [(170004, "postmaster"), (180006, "sighup")])
+def test_a_profile_s_max_workers_needs_a_restart_before_18_only(version: int, context: str) -> None:
+    p = profile_of(table("queue", QUEUE_RATES), version=version)
+    settings = {s.name: s for s in profiled.settings_of(p)}
+    assert settings["autovacuum_max_workers"].context == context
+    assert settings["autovacuum_naptime"].context == "sighup"
+    assert settings["autovacuum_freeze_max_age"].context == "postmaster"

@@ -312,3 +312,17 @@ def test_the_table_options_a_major_takes(versioned: Versioned) -> None:
                 we_take = False
             assert we_take == server_takes, (k.name, choice)
     execute(versioned.dsn, "ALTER TABLE churn RESET (vacuum_index_cleanup, vacuum_truncate)")
+
+
+def test_the_settings_that_need_a_restart(versioned: Versioned) -> None:
+    """A server-wide knob needs a restart exactly where the server's pg_settings says
+    postmaster (autovacuum_max_workers only up to 17)."""
+    with psycopg.connect(versioned.dsn) as conn:
+        contexts = dict(conn.execute("SELECT name, context FROM pg_settings").fetchall())
+    version_num = versioned.major * 10000
+    checked = 0
+    for k in KNOBS.values():
+        if "server" in k.scopes and k.name in contexts:
+            assert k.needs_restart(version_num) == (contexts[k.name] == "postmaster"), k.name
+            checked += 1
+    assert checked >= 15

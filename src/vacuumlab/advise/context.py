@@ -237,7 +237,7 @@ def alter_system(
         .format(sql.Identifier(setting), sql.Literal(value))
         .as_string(None)
     )
-    restart = k.restart and not (setting == "autovacuum_max_workers" and version >= 180000)
+    restart = k.needs_restart(version)
     statement += " -- then restart the server" if restart else " SELECT pg_reload_conf();"
     return Recommendation(
         sql=statement,

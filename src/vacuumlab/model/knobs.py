@@ -47,6 +47,12 @@ class Knob:
     table_minimum: float | None = None
     #: Enum values newer than the knob, with the server_version_num that first takes each.
     values_since: tuple[tuple[str, int], ...] = ()
+    #: The server_version_num from which a reload suffices where a restart was needed.
+    reload_since: int | None = None
+
+    def needs_restart(self, version_num: int) -> bool:
+        """Whether a server-wide change takes a restart on a server of this version."""
+        return self.restart and (self.reload_since is None or version_num < self.reload_since)
 
     def lowest(self, scope: Scope) -> float | None:
         if scope != "server" and self.table_minimum is not None:
@@ -155,8 +161,9 @@ KNOBS: dict[str, Knob] = {
         Knob("autovacuum_freeze_table_age", "integer", 0, 2_000_000_000, None, 80400, _TABLES),
         Knob("log_autovacuum_min_duration", "integer", -1, INT_MAX, "ms", 80300, _ALL),
         Knob("autovacuum_naptime", "integer", 1, 2_147_483, "s", 80100, _SERVER),
+        # From 18 a reload changes it, within autovacuum_worker_slots (a restart's).
         Knob("autovacuum_max_workers", "integer", 1, 262_143, None, 80300, _SERVER,
-             restart=True),
+             restart=True, reload_since=180000),
         Knob("vacuum_cost_limit", "integer", 1, 10000, None, 80000, _SERVER),
         Knob("maintenance_work_mem", "integer", 1024, INT_MAX, "kB", 80000, _SERVER),
         Knob("autovacuum_work_mem", "integer", -1, INT_MAX, "kB", 90400, _SERVER),

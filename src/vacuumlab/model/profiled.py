@@ -204,16 +204,17 @@ def settings_of(profile: pr.Profile) -> list[Setting]:
     """The profile's server settings, and for every setting it does not carry the stock value
     of its server version (knobs.stock_settings()), as pg_settings rows: the type, unit and
     context from model.knobs where it knows the setting."""
+    version = profile.server_version_num
     found = {
-        name: _setting(name, value, None, "default")
-        for name, value in knobs.stock_settings(profile.server_version_num).items()
+        name: _setting(name, value, None, "default", version)
+        for name, value in knobs.stock_settings(version).items()
     }
     for s in profile.settings:
-        found[s.name] = _setting(s.name, s.setting, s.unit, s.source)
+        found[s.name] = _setting(s.name, s.setting, s.unit, s.source, version)
     return list(found.values())
 
 
-def _setting(name: str, value: str, unit: str | None, source: str) -> Setting:
+def _setting(name: str, value: str, unit: str | None, source: str, version: int) -> Setting:
     known = knobs.KNOBS.get(name)
     return Setting(
         name=name,
@@ -221,7 +222,7 @@ def _setting(name: str, value: str, unit: str | None, source: str) -> Setting:
         unit=unit if unit is not None or known is None else known.unit,
         vartype="string" if known is None else known.vartype,
         source=source,
-        context="postmaster" if known is not None and known.restart else "sighup",
+        context="postmaster" if known is not None and known.needs_restart(version) else "sighup",
         pending_restart=False,
     )
 

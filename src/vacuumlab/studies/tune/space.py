@@ -78,7 +78,7 @@ def default_space(profile: Profile, lab_version: int, *, restart_ok: bool = True
         if name != "autovacuum_naptime" and not several:
             left.append(f"{name}: one relation is vacuumed by one worker at a time")
             continue
-        if k.restart and not restart_ok:
+        if not restart_ok and any(k.needs_restart(v) for v in versions):
             left.append(f"{name}: needs a restart, and only the sandbox is restarted")
             continue
         _add(dims, left, name, None, (low, high, log), versions)
