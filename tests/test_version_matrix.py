@@ -326,3 +326,22 @@ def test_the_settings_that_need_a_restart(versioned: Versioned) -> None:
             assert k.needs_restart(version_num) == (contexts[k.name] == "postmaster"), k.name
             checked += 1
     assert checked >= 15
+
+
+def test_the_ranges_of_the_server_knobs(versioned: Versioned) -> None:
+    """Each numeric server knob's range, at this major, is pg_settings' min_val and max_val
+    (maintenance_work_mem's minimum fell from 1MB to 64kB in 17)."""
+    with psycopg.connect(versioned.dsn) as conn:
+        ranges = {
+            name: (float(low), float(high))
+            for name, low, high in conn.execute(
+                "SELECT name, min_val, max_val FROM pg_settings WHERE min_val IS NOT NULL"
+            )
+        }
+    version_num = versioned.major * 10000
+    checked = 0
+    for k in KNOBS.values():
+        if "server" in k.scopes and k.vartype in ("integer", "real") and k.name in ranges:
+            assert (k.lowest("server", version_num), k.maximum) == ranges[k.name], k.name
+            checked += 1
+    assert checked >= 10

@@ -49,14 +49,20 @@ class Knob:
     values_since: tuple[tuple[str, int], ...] = ()
     #: The server_version_num from which a reload suffices where a restart was needed.
     reload_since: int | None = None
+    #: A lower minimum from some server_version_num on: (version, minimum).
+    lowered: tuple[int, float] | None = None
 
     def needs_restart(self, version_num: int) -> bool:
         """Whether a server-wide change takes a restart on a server of this version."""
         return self.restart and (self.reload_since is None or version_num < self.reload_since)
 
-    def lowest(self, scope: Scope) -> float | None:
+    def lowest(self, scope: Scope, version_num: int | None = None) -> float | None:
+        """The smallest value that can be set at ``scope`` on a server of ``version_num``
+        (None: the newest)."""
         if scope != "server" and self.table_minimum is not None:
             return self.table_minimum
+        if self.lowered is not None and (version_num is None or version_num >= self.lowered[0]):
+            return self.lowered[1]
         return self.minimum
 
     def check(self, value: str, scope: Scope, version_num: int) -> None:
@@ -79,7 +85,7 @@ class Knob:
                     f"{version_num // 10000}"
                 )
         if self.vartype in ("integer", "real"):
-            self._check_number(value, scope)
+            self._check_number(value, scope, version_num)
 
     def with_unit(self, value: str) -> str:
         """A number in this knob's time unit written with a unit, for ALTER SYSTEM:
@@ -113,14 +119,14 @@ class Knob:
             raise VacuumlabError(f"{self.name} takes a number, not {value!r}") from None
         return f"{base:g}" if not base.is_integer() else f"{base:.0f}"
 
-    def _check_number(self, value: str, scope: Scope) -> None:
+    def _check_number(self, value: str, scope: Scope, version_num: int) -> None:
         try:
             number = float(value)
         except ValueError:
             raise VacuumlabError(f"{self.name} takes a number, not {value!r}") from None
         if self.vartype == "integer" and not number.is_integer():
             raise VacuumlabError(f"{self.name} takes a whole number, not {value!r}")
-        minimum = self.lowest(scope)
+        minimum = self.lowest(scope, version_num)
         low = minimum if minimum is not None else float("-inf")
         high = self.maximum if self.maximum is not None else float("inf")
         if not low <= number <= high:
@@ -165,7 +171,9 @@ KNOBS: dict[str, Knob] = {
         Knob("autovacuum_max_workers", "integer", 1, 262_143, None, 80300, _SERVER,
              restart=True, reload_since=180000),
         Knob("vacuum_cost_limit", "integer", 1, 10000, None, 80000, _SERVER),
-        Knob("maintenance_work_mem", "integer", 1024, INT_MAX, "kB", 80000, _SERVER),
+        # 1MB up to 16, 64kB from 17 (the TID store's smallest).
+        Knob("maintenance_work_mem", "integer", 1024, INT_MAX, "kB", 80000, _SERVER,
+             lowered=(170000, 64)),
         Knob("autovacuum_work_mem", "integer", -1, INT_MAX, "kB", 90400, _SERVER),
         Knob("fillfactor", "integer", 10, 100, None, 80200, frozenset({"table"})),
         Knob("toast_tuple_target", "integer", 128, 8160, None, 110000, frozenset({"table"})),
