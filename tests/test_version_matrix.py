@@ -345,3 +345,11 @@ def test_the_ranges_of_the_server_knobs(versioned: Versioned) -> None:
             assert (k.lowest("server", version_num), k.maximum) == ranges[k.name], k.name
             checked += 1
     assert checked >= 10
+
+
+def test_every_major_s_sandbox_has_data_checksums(versioned: Versioned) -> None:
+    """The same choice on every major (18's initdb default), so that majors compare on the
+    same WAL: with checksums the first hint bit after a checkpoint logs a full page."""
+    with psycopg.connect(versioned.dsn) as conn:
+        row = conn.execute("SHOW data_checksums").fetchone()
+    assert row == ("on",)

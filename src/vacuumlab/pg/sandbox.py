@@ -47,6 +47,10 @@ from vacuumlab.pg.settings import SettingChange, apply_settings, wait_until_appl
 
 SUPERUSER = "postgres"
 
+#: Data checksums on every major, as 18's initdb chooses by default: with them, the first
+#: hint bit a vacuum sets on a page after a checkpoint logs the whole page (FPI_FOR_HINT), so
+#: majors compared without the same choice would differ in WAL for that reason alone.
+INITDB_OPTIONS: tuple[str, ...] = ("--data-checksums",)
 #: Settings every sandbox starts with: what vacuum experiments need to see and measure.
 BASE_CONFIG: dict[str, str] = {
     "listen_addresses": "'127.0.0.1'",
@@ -246,7 +250,7 @@ class Sandbox:
     def _initdb(self, pgdata: Path) -> None:
         self._run(
             "initdb", "-D", str(pgdata), "-U", SUPERUSER, "--auth=trust", "--encoding=UTF8",
-            "--locale=C", "--no-sync",
+            "--locale=C", "--no-sync", *INITDB_OPTIONS,
         )  # fmt: skip
 
     def _initialized(self) -> Path:
@@ -255,7 +259,8 @@ class Sandbox:
         sandbox (a study's, each point's on a cluster) starts with one. Made in a directory
         of its own and renamed into place, so that processes starting side by side never
         copy a half-made one."""
-        key = hashlib.sha256(f"{self.bin.path}\0{self.bin.major}".encode()).hexdigest()[:16]
+        made = f"{self.bin.path}\0{self.bin.major}\0{' '.join(INITDB_OPTIONS)}"
+        key = hashlib.sha256(made.encode()).hexdigest()[:16]
         cache = default_home() / "cache" / f"initdb-{self.bin.major}-{key}"
         if (cache / "PG_VERSION").is_file():
             return cache

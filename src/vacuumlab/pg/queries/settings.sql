@@ -14,5 +14,5 @@ SELECT name, setting, unit, vartype, source, context, pending_restart,
                 'wal_compression', 'track_io_timing', 'track_wal_io_timing',
                 'track_cost_delay_timing', 'default_statistics_target', 'block_size',
                 'bgwriter_delay', 'bgwriter_lru_maxpages', 'bgwriter_lru_multiplier',
-                'stats_fetch_consistency', 'lock_timeout')
+                'stats_fetch_consistency', 'lock_timeout', 'data_checksums', 'io_method')
  ORDER BY name
