@@ -409,7 +409,7 @@ def test_the_version_note_differs_between_16_and_18(
     assert listed(on_18) == cost_driver_changes(18)
     assert listed(on_16) == cost_driver_changes(16)
     assert [item.split(":")[0] for item in listed(on_18)] == [
-        "since 14", "since 16", "since 17", "since 18",
+        "since 14", "since 16", "since 17", "since 18", "since 18",
     ]  # fmt: skip
     assert [item.split(":")[0] for item in listed(on_16)] == ["since 14", "since 16"]
     # 8 combinations with indexes, 3 repetitions each, one index pass each (the helper's)

@@ -69,6 +69,14 @@ CHANGES: tuple[Change, ...] = (
         "(io_method, worker by default).",
         ("cost-driver",),
     ),
+    Change(
+        18,
+        "initdb turns data checksums on by default: the first hint bit set on a page after "
+        "a checkpoint then logs the whole page (FPI_FOR_HINT), so a vacuum of a cluster made "
+        "by 18's initdb writes more WAL than one made by an older initdb (vacuumlab's "
+        "sandboxes have checksums on every major).",
+        ("cost-driver", "toast"),
+    ),
 )
 
 
