@@ -15,9 +15,10 @@ from vacuumlab.errors import Interrupted, VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.pg.target import Target
 from vacuumlab.records.cost_driver import CostDriverConfig
+from vacuumlab.records.snapshot import IoRow
 from vacuumlab.store import Point, Store
 from vacuumlab.studies.base import Silent
-from vacuumlab.studies.cost_driver import CostDriverRun, delete_predicate
+from vacuumlab.studies.cost_driver import CostDriverRun, _io_delta, delete_predicate
 
 make_config = CostDriverConfig.from_preset
 
@@ -212,3 +213,27 @@ def test_cli_bad_lists_are_one_line_errors() -> None:
     result = run_cli("run", "cost-driver", "--dead", "ten")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: --dead takes numbers separated by commas, not 'ten'"
+
+
+def io_row(backend: str, obj: str, written: int, read: int = 0) -> IoRow:
+    return IoRow(backend_type=backend, object=obj, context="normal", reads=None,
+                 read_bytes=read, read_time_ms=None, writes=None, write_bytes=written,
+                 write_time_ms=None, writebacks=None, extends=None, extend_bytes=None,
+                 hits=0, evictions=None, reuses=None, fsyncs=None)  # fmt: skip
+
+
+def test_the_wal_pg_stat_io_counts_from_18_is_not_a_page_written() -> None:
+    """From 18 pg_stat_io has rows for WAL: the worker's and the WAL writer's WAL are left
+    out of the pages written (measured: without this, 18's worker wrote 3.6× the pages of 16
+    and 'other' processes 4,145 pages, all of it WAL)."""
+    before = [io_row("autovacuum worker", "relation", 0), io_row("autovacuum worker", "wal", 0),
+              io_row("walwriter", "wal", 0), io_row("checkpointer", "relation", 0)]  # fmt: skip
+    after = [io_row("autovacuum worker", "relation", 10 * 8192, 4 * 8192),
+             io_row("autovacuum worker", "wal", 30 * 8192, 2 * 8192),
+             io_row("walwriter", "wal", 50 * 8192),
+             io_row("checkpointer", "relation", 7 * 8192)]  # fmt: skip
+    delta = _io_delta(before, after)
+    assert delta["writes_worker_pages"] == 10
+    assert delta["worker_read_pages"] == 4
+    assert delta["writes_checkpointer_pages"] == 7
+    assert delta["writes_other_pages"] == 0

@@ -136,9 +136,19 @@ def _reltuples_unknown(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
     return row[0] == -1
 
 
+def _io_counts_wal(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
+    """Whether pg_stat_io (16+) has rows for WAL."""
+    row = conn.execute("SELECT to_regclass('pg_catalog.pg_stat_io') IS NOT NULL").fetchone()
+    if row is None or not row[0]:
+        return False
+    found = conn.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_io WHERE object = 'wal')")
+    return bool((found.fetchone() or (False,))[0])
+
+
 #: A probe for each of versions.BEHAVIOURS: whether the server shows it.
 PROBES: dict[str, Callable[[psycopg.Connection[tuple[object, ...]]], bool]] = {
     "reltuples_unknown": _reltuples_unknown,
+    "io_counts_wal": _io_counts_wal,
 }
 
 

@@ -344,6 +344,14 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
         "before 14 an analyzed partitioned table looks like one never analyzed.",
         ("partitioned",),
     ),
+    Behaviour(
+        "io_counts_wal",
+        18,
+        "pg_stat_io counts WAL reads and writes too (object 'wal'), so a backend type's writes "
+        "summed over every object include the WAL it wrote: what a vacuum wrote of tables and "
+        "indexes is the rows of the other objects.",
+        ("autovacuum_io", "io"),
+    ),
 )
 
 

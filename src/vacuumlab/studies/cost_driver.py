@@ -395,12 +395,16 @@ class _Counters:
 
 
 def _io_delta(before: list[IoRow] | None, after: list[IoRow] | None) -> dict[str, Any]:
-    """Pages by who did the I/O, from pg_stat_io differences (16+; bytes / 8192)."""
+    """Pages of tables and indexes by who did the I/O, from pg_stat_io differences (16+;
+    bytes / 8192). From 18 pg_stat_io counts WAL too (object 'wal'): left out, as the WAL a
+    vacuum writes is measured on its own (wal_bytes)."""
     if before is None or after is None:
         return {}
 
     def total(rows: Iterable[IoRow], kinds: set[str] | None, field: str) -> float:
-        chosen = [r for r in rows if kinds is None or r.backend_type in kinds]
+        chosen = [
+            r for r in rows if r.object != "wal" and (kinds is None or r.backend_type in kinds)
+        ]
         return float(sum(getattr(r, field) or 0 for r in chosen))
 
     def diff(kinds: set[str] | None, field: str) -> float:

@@ -241,7 +241,10 @@ def vacuums_table(snapshot: Snapshot) -> RichTable:
 
 def activity_lines(snapshot: Snapshot) -> Iterator[Text]:
     """One line each for autovacuum I/O, checkpoints, the background writer, WAL and xids."""
-    workers = [r for r in snapshot.io if r.backend_type == "autovacuum worker"]
+    # Tables and indexes: from 18 pg_stat_io also counts WAL (object 'wal'), shown below.
+    workers = [
+        r for r in snapshot.io if r.backend_type == "autovacuum worker" and r.object != "wal"
+    ]
     if workers:
         read = sum(r.read_bytes or 0 for r in workers)
         written = sum(r.write_bytes or 0 for r in workers)
