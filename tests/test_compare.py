@@ -302,3 +302,45 @@ def test_the_cli_prints_both_p_values_and_the_versions(store: Store) -> None:
     assert result.returncode == 0, result.stderr
     assert "## What changed between PostgreSQL 16 and 18" in result.stdout
     assert "| p | adjusted p | verdict |" in result.stdout
+
+
+def runs_in_repetitions(store: Store, shifts: list[list[float]]) -> list[Side]:
+    """Runs whose every point is SCALE × e^shift of its repetition: ``shifts`` gives each
+    run's repetitions (a machine that moved while the run went on), 'steady' a metric that
+    moves with the run alone (e^0.3 in the second), 'flat' one no run changes."""
+    when = datetime.now(UTC)
+    ids = []
+    for n, repetitions in enumerate(shifts):
+        run = store.create_run("cost-driver", {"rows": 1}, server_version="18.6", settings={})
+        for rep, shift in enumerate(repetitions):
+            for i, v in enumerate(SCALE):
+                wobble = 1 + 0.002 * ((i + rep + n) % 3)  # the points scatter a little
+                metrics = {"time": v * math.exp(shift) * wobble, "steady": v * math.exp(0.3 * n),
+                           "flat": v}  # fmt: skip
+                store.record_point(run, {"i": i}, rep, metrics, started_at=when, ended_at=when)
+        ids.append(run)
+    return [Side(str(i), store.run(i), store.points(i)) for i in ids]
+
+
+def test_a_shift_no_larger_than_the_runs_drift_is_not_real(store: Store) -> None:
+    """The second run is 4 % slower at every point, so the paired test calls it real; but
+    its own repetitions moved by as much (0 %, −4 %, +4 %... around +4 %): the machine's
+    drift, not the target's. A difference the repetitions agree on stays real."""
+    c = compare(runs_in_repetitions(store, [[0.0, 0.005, -0.005], [0.0, 0.04, 0.08]]))
+    time = row(c, "time")
+    assert time.p_adjusted[1] is not None
+    assert time.p_adjusted[1] < 0.05  # the points alone would call it real
+    assert not time.real[1]
+    assert "drift" in time.verdicts[1]
+    assert row(c, "steady").real[1]  # the same at every point and repetition: real
+    assert not row(c, "flat").real[1]
+    assert c.drift_measured
+    assert "larger than the runs' drift" in " ".join(to_markdown(c).split())
+
+
+def test_one_repetition_cannot_measure_the_drift_and_says_so(store: Store) -> None:
+    c = compare(runs_in_repetitions(store, [[0.0], [0.04]]))
+    assert row(c, "time").real[1]  # the points alone decide
+    assert not c.drift_measured
+    assert "has no measure of its drift" in to_markdown(c)
+    assert json.loads(to_json(c))["drift_measured"] is False

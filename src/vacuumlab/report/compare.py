@@ -28,7 +28,7 @@ from vacuumlab.model.versions import Change, changes_between, major_of
 from vacuumlab.report.common import DASH, environment, format_seconds, machine_rows
 from vacuumlab.report.markdown import md_text
 from vacuumlab.report.page import executor_text, write
-from vacuumlab.stats.significance import ALPHA, bh_adjusted, p_text, paired
+from vacuumlab.stats.significance import ALPHA, bh_adjusted, p_text, paired, welch
 from vacuumlab.stats.significance import Comparison as Test
 from vacuumlab.store import Point, Run
 
@@ -41,6 +41,7 @@ SETTINGS_SHOWN = 12
 ALPHA_TEXT = f"{ALPHA * 100:g} %"
 REAL = f"significant at {ALPHA_TEXT} after adjustment"
 DEMOTED = f"within noise after adjustment (raw p below {ALPHA_TEXT})"
+DRIFT = "within the runs' drift: their repetitions differ among themselves as much"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,8 @@ class Comparison:
     #: comparison with the first (0 for the first).
     tested: list[int]
     version_changes: list[VersionChanges]
+    #: Whether every run has two repetitions or more, so that its drift was measured.
+    drift_measured: bool = True
 
 
 def compare(sides: Sequence[Side]) -> Comparison:
@@ -120,7 +123,8 @@ def compare(sides: Sequence[Side]) -> Comparison:
         )
     names = sorted(set.intersection(*(_numeric(m, shared) for m in means)))
     columns = {name: [[m[k].get(name) for k in shared] for m in means] for name in names}
-    rows, tested = _rows(columns, len(sides))
+    drifts = [_repetition_means(s.points, set(shared)) for s in sides]
+    rows, tested = _rows(columns, len(sides), drifts)
     params = {k: v for k, v in first.run.params.items() if k not in TARGET_PARAMS}
     return Comparison(
         study=first.run.study,
@@ -132,6 +136,7 @@ def compare(sides: Sequence[Side]) -> Comparison:
         rows=rows,
         tested=tested,
         version_changes=version_changes(sides),
+        drift_measured=all(len({p.repetition for p in s.points}) > 1 for s in sides),
     )
 
 
@@ -163,21 +168,58 @@ def _point_means(points: Sequence[Point]) -> dict[str, dict[str, float]]:
     return {key: {n: fmean(v) for n, v in m.items()} for key, m in grouped.items()}
 
 
+def _repetition_means(points: Sequence[Point], keys: set[str]) -> dict[str, list[float]]:
+    """Each metric's mean over the shared points, one value per repetition. A run measures
+    its repetitions one after another, so these show how far the machine moved during it: a
+    difference between runs that is no larger is the machine's, not the targets'."""
+    by_repetition: dict[int, dict[str, list[float]]] = {}
+    for p in points:
+        if p.key not in keys:
+            continue
+        metrics = by_repetition.setdefault(p.repetition, {})
+        for name, value in p.metrics.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                metrics.setdefault(name, []).append(float(value))
+    names = {name for metrics in by_repetition.values() for name in metrics}
+    return {
+        name: [fmean(m[name]) for _, m in sorted(by_repetition.items()) if name in m]
+        for name in names
+    }
+
+
+def beyond_drift(other: Sequence[float], base: Sequence[float]) -> bool | None:
+    """Whether two runs' repetition means differ by more than each run's repetitions differ
+    among themselves (Welch's t-test at ALPHA): None when a run has one repetition, and so no
+    measure of its drift."""
+    if len(other) < 2 or len(base) < 2:
+        return None
+    test = welch(other, base)
+    if test.p_value is None:  # no spread in either run: any difference is the targets'
+        return test.mean_a != test.mean_b
+    return test.p_value < ALPHA
+
+
 def _numeric(means: Mapping[str, Mapping[str, float]], keys: Sequence[str]) -> set[str]:
     return {name for key in keys for name in means[key]}
 
 
 def _rows(
-    columns: Mapping[str, Sequence[Sequence[float | None]]], runs: int
+    columns: Mapping[str, Sequence[Sequence[float | None]]],
+    runs: int,
+    drifts: Sequence[Mapping[str, Sequence[float]]],
 ) -> tuple[list[MetricRow], list[int]]:
     """Each metric's row, and how many metrics each comparison tested. The later runs are
     each tested against the first, metric by metric; then the p-values of one comparison
-    (one later run, every metric) are adjusted together."""
+    (one later run, every metric) are adjusted together. A difference is real only where it
+    also exceeds the runs' drift (:func:`beyond_drift`)."""
     names = list(columns)
     tests = {n: [paired(other, columns[n][0]) for other in columns[n][1:]] for n in names}
     adjusted = [bh_adjusted([tests[n][j].p_value for n in names]) for j in range(runs - 1)]
+    beyond = {
+        n: [beyond_drift(d.get(n, []), drifts[0].get(n, [])) for d in drifts[1:]] for n in names
+    }
     rows = [
-        _row(name, columns[name], tests[name], [a[i] for a in adjusted])
+        _row(name, columns[name], tests[name], [a[i] for a in adjusted], beyond[name])
         for i, name in enumerate(names)
     ]
     return rows, [0, *(sum(q is not None for q in a) for a in adjusted)]
@@ -188,6 +230,7 @@ def _row(
     columns: Sequence[Sequence[float | None]],
     tests: Sequence[Test],
     adjusted: Sequence[float | None],
+    beyond: Sequence[bool | None],
 ) -> MetricRow:
     """The metric's columns (one per run, one value per shared point) compared to the first:
     ``tests`` are the paired tests of each later column, ``adjusted`` their p-values adjusted
@@ -195,9 +238,11 @@ def _row(
     means = [_mean(c) for c in columns]
     changes: list[float | None] = [None]
     verdicts, real = ["baseline"], [False]
-    for test, q, mean in zip(tests, adjusted, means[1:], strict=True):
+    for test, q, mean, past in zip(tests, adjusted, means[1:], beyond, strict=True):
         changes.append(None if mean is None or not means[0] else (mean - means[0]) / abs(means[0]))
         text, is_real = _verdict(test, q)
+        if is_real and past is False:
+            text, is_real = DRIFT, False
         verdicts.append(text)
         real.append(is_real)
     p_values = [None, *(t.p_value for t in tests)]
@@ -288,10 +333,20 @@ def change_text(change: Change) -> str:
 
 def adjustment_text(c: Comparison) -> str:
     """How the p-values were adjusted, in one sentence, with how many metrics each
-    comparison adjusted together."""
+    comparison adjusted together, and how the runs' drift was held against them."""
     counts = c.tested[1:]
+    drift = (
+        " A difference must also be larger than the runs' drift: their repetitions' means must "
+        "differ between the runs more than within each (Welch's t-test), since a machine that "
+        "slows down between two runs shifts every point alike."
+        if c.drift_measured
+        else " A run with one repetition has no measure of its drift over time, so here the "
+        "points alone decide."
+    )
     if not any(counts):
-        return "No metric has a p-value here (each is identical, shifted alike or untestable)."
+        return (
+            "No metric has a p-value here (each is identical, shifted alike or untestable)." + drift
+        )
     if len(set(counts)) == 1:
         across = f"across the {counts[0]} metrics tested in this comparison"
     else:
@@ -303,7 +358,7 @@ def adjustment_text(c: Comparison) -> str:
     return (
         f"The p-values are adjusted {across} (Benjamini–Hochberg), and a metric is real when "
         f"its adjusted p is below {ALPHA_TEXT}: among the metrics called real, at most about "
-        f"{ALPHA_TEXT} are expected to be chance."
+        f"{ALPHA_TEXT} are expected to be chance." + drift
     )
 
 
@@ -347,6 +402,7 @@ def to_json(c: Comparison) -> str:
             "alpha": ALPHA,
             "adjustment": "benjamini-hochberg",
             "tested": c.tested,
+            "drift_measured": c.drift_measured,
             "version_changes": [
                 {
                     "runs": list(v.runs),
