@@ -78,7 +78,7 @@ def test_command_tree_is_complete() -> None:
         | {"exporter", "watch"}
         | {
             f"sandbox {c}"
-            for c in ("start", "status", "url", "psql", "stop", "destroy", "configure")
+            for c in ("start", "status", "url", "psql", "stop", "destroy", "configure", "fetch")
         }
     )
     assert {" ".join(c) for c in COMMANDS} == expected

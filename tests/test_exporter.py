@@ -8,27 +8,22 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
 from prometheus_client.metrics_core import Metric
-from prometheus_client.parser import text_string_to_metric_families
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from helpers.cli import assert_one_line_error, run_cli
 from helpers.db import execute
+from helpers.exporter import exporting, scrape, value
 from vacuumlab.advise import advise
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.model.thresholds import of_table, server_settings
 from vacuumlab.pg.connect import connect
 from vacuumlab.pg.sandbox import Sandbox
-from vacuumlab.watch.exporter import Collector, Listen, serve
-from vacuumlab.watch.source import Source
 
 #: 10,000 rows analysed, then 3,000 updated: 3,000 dead tuples against 50 + 0.2 × 10,000.
 #: Autovacuum is off for it, so no worker empties it between the scrape and the advice.
@@ -60,35 +55,6 @@ def churned(embedded_database: str) -> str:
     execute(embedded_database, *CHURN)
     wait_for_dead(embedded_database, "churn", 3000)
     return embedded_database
-
-
-@contextmanager
-def exporting(dsn: str) -> Iterator[tuple[str, Collector]]:
-    """The exporter on a free loopback port; yields its URL and its collector."""
-    source = Source(dsn)
-    source.open()
-    collector = Collector(source)
-    server, _ = serve(collector, Listen("127.0.0.1", 0))
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics", collector
-    finally:
-        server.shutdown()
-        server.server_close()
-        collector.close()
-
-
-def scrape(url: str) -> dict[str, Metric]:
-    with urllib.request.urlopen(url, timeout=60) as response:
-        text = response.read().decode()
-    return {family.name: family for family in text_string_to_metric_families(text)}
-
-
-def value(families: dict[str, Metric], name: str, **labels: str) -> float | None:
-    """The sample named ``name`` (a counter's family drops its ``_total``) with ``labels``."""
-    family = families[name.removesuffix("_total")]
-    found = [s.value for s in family.samples if s.name == name and s.labels == labels]
-    assert len(found) <= 1
-    return found[0] if found else None
 
 
 def advised_status(dsn: str, relation: str = "public.churn") -> object:

@@ -29,7 +29,7 @@ STORED: list[tuple[type[Params], dict[str, Any]]] = [
     (ChurnPoint, {"step": 1, "name": "defaults", "scope": "server", "settings": _SETTINGS}),
     (CostDriverConfig, {"dead_pcts": [10, 25, 50], "distributions": ["compact", "spread"],
                         "indexes": [0, 1, 3, 5], "manual": True, "preset": "quick", "repeat": 3,
-                        "rows": 1000000, "target": "sandbox"}),
+                        "rows": 1000000, "target": "sandbox", "work_mem": "1MB"}),
     (CostDriverPoint, {"distribution": "compact", "dead_pct": 10, "indexes": 0,
                        "rows": 1000000, "mode": "autovacuum"}),
     (FillfactorConfig, {"clients": 2, "fillfactors": [70, 80, 90, 100], "jobs": 1,

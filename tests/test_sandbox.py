@@ -197,8 +197,8 @@ def test_sigint_stops_the_server(sandbox_root: Path) -> None:
     directory = sandbox_root / "sigint"
     code = (
         "import time\n"
-        "from vacuumlab.pg.sandbox import Sandbox, interrupt_on_signals\n"
-        "from vacuumlab.errors import Interrupted\n"
+        "from vacuumlab.errors import Interrupted, interrupt_on_signals\n"
+        "from vacuumlab.pg.sandbox import Sandbox\n"
         "with interrupt_on_signals():\n"
         f"    with Sandbox.start({str(directory)!r}) as sb:\n"
         "        print(sb.status().pid, flush=True)\n"

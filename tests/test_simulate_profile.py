@@ -262,7 +262,7 @@ def test_settings_records_are_complete_with_the_versions_stock() -> None:
     assert settings["autovacuum_naptime"].setting == "10"
     assert settings["autovacuum_naptime"].source == "configuration file"
     assert settings["autovacuum_max_workers"].setting == "3"
-    assert settings["autovacuum_max_workers"].context == "postmaster"
+    assert settings["autovacuum_max_workers"].context == "sighup"  # an 18 profile: a reload
     assert settings["autovacuum_vacuum_scale_factor"].vartype == "real"
     older = {s.name: s.setting for s in profiled.settings_of(profile_of(version=130010))}
     assert older["vacuum_cost_page_miss"] == "10"

@@ -1,4 +1,11 @@
-"""The one exception type the CLI turns into a one-line message and exit code 2."""
+"""The one exception type the CLI turns into a one-line message and exit code 2, and the
+interruption (SIGINT, SIGTERM) that unwinds ``with`` blocks on the way out."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
 
 
 class VacuumlabError(Exception):
@@ -12,3 +19,18 @@ class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived. A BaseException, like KeyboardInterrupt, so that ``except
     Exception`` does not swallow it, but its own type so that the CLI framework does not
     turn it into a generic abort: ``with`` blocks unwind and sandboxes stop on the way out."""
+
+
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`Interrupted` so ``with`` blocks unwind."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

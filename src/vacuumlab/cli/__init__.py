@@ -27,8 +27,8 @@ from vacuumlab.cli.sandbox import demo, sandbox_app
 from vacuumlab.cli.simulate import simulate_command
 from vacuumlab.cli.tune import tune_command
 from vacuumlab.cli.watch import watch_command
-from vacuumlab.errors import Interrupted, VacuumlabError
-from vacuumlab.pg.sandbox import default_dir, interrupt_on_signals
+from vacuumlab.errors import Interrupted, VacuumlabError, interrupt_on_signals
+from vacuumlab.pg.sandbox import default_dir
 
 app = typer.Typer(
     help="Measure, explain and tune PostgreSQL vacuum for high-churn tables.",

@@ -102,6 +102,26 @@ PgOpt = Annotated[
         metavar="MAJOR",
     ),
 ]
+ReportDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        help="Report directory [default: runs/RUN/report next to the store].",
+        show_default=False,
+        metavar="DIR",
+    ),
+]
+WorkMemOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--work-mem",
+        help="Memory for each vacuum's dead tuple ids (autovacuum_work_mem and "
+        "maintenance_work_mem), e.g. 1MB: small enough, it forces several index passes "
+        "before PostgreSQL 17 [default: the server's].",
+        show_default=False,
+        metavar="SIZE",
+    ),
+]
 StoreOpt = Annotated[
     Path | None,
     typer.Option(

@@ -16,7 +16,9 @@ from vacuumlab.cli.options import (
     DataDir,
     PgBinOpt,
     PgOpt,
+    ReportDirOpt,
     StoreOpt,
+    WorkMemOpt,
     err,
     installation,
     int_list,
@@ -57,15 +59,6 @@ def _study_help(publication: Publication | None, what: str, example: str) -> str
     return f"{what}{source}\n\nExample: {example}"
 
 
-ReportDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--output",
-        help="Report directory [default: runs/RUN/report next to the store].",
-        show_default=False,
-        metavar="DIR",
-    ),
-]
 _PRESET_HELP = (
     "quick (6 × 90 s), demo (the defaults against the post's final settings, 2 × 100 s) "
     "or paper (15 clients, 6 × 300 s)."
@@ -275,17 +268,7 @@ def run_cost_driver(
         int | None, typer.Option(help="Repetitions of each combination.", metavar="N")
     ] = None,
     manual: Annotated[bool, typer.Option("--manual", help=_MANUAL_HELP)] = False,
-    work_mem: Annotated[
-        str | None,
-        typer.Option(
-            "--work-mem",
-            help="Memory for each vacuum's dead tuple ids (autovacuum_work_mem and "
-            "maintenance_work_mem), e.g. 1MB: small enough, it forces several index passes "
-            "before PostgreSQL 17 [default: the server's].",
-            show_default=False,
-            metavar="SIZE",
-        ),
-    ] = None,
+    work_mem: WorkMemOpt = None,
 ) -> dict[str, Any]:
     return {
         "work_mem": work_mem,

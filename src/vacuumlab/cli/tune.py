@@ -10,8 +10,16 @@ from typing import Annotated, Any
 
 import typer
 
-from vacuumlab.cli.options import DataDir, PgBinOpt, PgOpt, StoreOpt, installation, seconds_of
-from vacuumlab.cli.run import ClientsOpt, ExecutorOpt, JobsOpt, ReportDirOpt, run_study
+from vacuumlab.cli.options import (
+    DataDir,
+    PgBinOpt,
+    PgOpt,
+    ReportDirOpt,
+    StoreOpt,
+    installation,
+    seconds_of,
+)
+from vacuumlab.cli.run import ClientsOpt, ExecutorOpt, JobsOpt, run_study
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.targets import Where
 

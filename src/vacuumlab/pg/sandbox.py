@@ -24,22 +24,20 @@ sandbox's parent directories.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import versions
 from vacuumlab.pg.install import PgBin, let_server_user_in, server_uid, server_user
 from vacuumlab.pg.ports import free_port, port_is_free, refuse_port
@@ -488,18 +486,3 @@ def _spawn_watchdog(sandbox: Sandbox) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-@contextlib.contextmanager
-def interrupt_on_signals() -> Iterator[None]:
-    """Turn SIGINT and SIGTERM into :class:`Interrupted` so ``with`` blocks unwind."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -28,7 +28,7 @@ from vacuumlab.model.versions import Change, changes_between, major_of
 from vacuumlab.report.common import DASH, environment, format_seconds, machine_rows
 from vacuumlab.report.markdown import md_text
 from vacuumlab.report.page import executor_text, write
-from vacuumlab.stats.significance import ALPHA, bh_adjusted, p_text, paired, welch
+from vacuumlab.stats.significance import ALPHA, beyond_drift, bh_adjusted, p_text, paired
 from vacuumlab.stats.significance import Comparison as Test
 from vacuumlab.store import Point, Run
 
@@ -185,18 +185,6 @@ def _repetition_means(points: Sequence[Point], keys: set[str]) -> dict[str, list
         name: [fmean(m[name]) for _, m in sorted(by_repetition.items()) if name in m]
         for name in names
     }
-
-
-def beyond_drift(other: Sequence[float], base: Sequence[float]) -> bool | None:
-    """Whether two runs' repetition means differ by more than each run's repetitions differ
-    among themselves (Welch's t-test at ALPHA): None when a run has one repetition, and so no
-    measure of its drift."""
-    if len(other) < 2 or len(base) < 2:
-        return None
-    test = welch(other, base)
-    if test.p_value is None:  # no spread in either run: any difference is the targets'
-        return test.mean_a != test.mean_b
-    return test.p_value < ALPHA
 
 
 def _numeric(means: Mapping[str, Mapping[str, float]], keys: Sequence[str]) -> set[str]:

@@ -169,3 +169,15 @@ def paired(
     if p < alpha:
         return Comparison(*base, t, df, p, "significant", SIGNIFICANT)
     return Comparison(*base, t, df, p, "within noise", WITHIN_NOISE)
+
+
+def beyond_drift(other: Sequence[float], base: Sequence[float]) -> bool | None:
+    """Whether two runs' repetition means differ by more than each run's repetitions differ
+    among themselves (Welch's t-test at ALPHA): None when a run has one repetition, and so no
+    measure of its drift."""
+    if len(other) < 2 or len(base) < 2:
+        return None
+    test = welch(other, base)
+    if test.p_value is None:  # no spread in either run: any difference is the targets'
+        return test.mean_a != test.mean_b
+    return test.p_value < ALPHA

@@ -1,6 +1,7 @@
-"""The version matrix: what reads differently on each supported PostgreSQL major, run on a
-real server of each (13 to 17 from the binaries `vacuumlab sandbox fetch` keeps, 18 the
-embedded one).
+"""The version matrix's tests, shared by test_version_matrix_older.py (13 to 15) and
+test_version_matrix_newer.py (16 to 18), so that CI's two test processes take half each: what
+reads differently on each supported PostgreSQL major, run on a real server of each (13 to 17
+from the binaries `vacuumlab sandbox fetch` keeps, 18 the embedded one).
 
 Only what differs by version is here: the snapshot's and the advisor's questions (with and
 without an interval), the live view's refresh during a vacuum, the exporter's scrape,
@@ -28,8 +29,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from helpers.cli import run_cli
 from helpers.db import execute
+from helpers.exporter import exporting, scrape, value
 from helpers.version_facts import check_server, database_with_extensions
-from test_exporter import exporting, scrape, value
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model.knobs import KNOBS
 from vacuumlab.model.versions import SUPPORTED
@@ -41,9 +42,6 @@ from vacuumlab.records.profile import load_profile
 from vacuumlab.store import Store
 from vacuumlab.studies.custom import CustomRun
 from vacuumlab.watch.source import Source
-
-#: Six servers, each measured for half a minute: CI runs them (make test-all too).
-pytestmark = pytest.mark.slow
 
 #: 20,000 rows analysed, then a quarter updated: 5,000 dead tuples, past 50 + 0.2 × 20,000,
 #: with autovacuum off for the table so nothing empties it; a partitioned table beside it.
@@ -81,8 +79,9 @@ def binaries(major: int) -> Path | None:
         pytest.skip(f"PostgreSQL {major}: {exc}")
 
 
-@pytest.fixture(scope="module", params=SUPPORTED, ids=lambda major: f"pg{major}")
-def versioned(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[Versioned]:
+def serve(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[Versioned]:
+    """The body of each matrix file's ``versioned`` fixture: a server of ``request.param``
+    (the session's embedded one for 18) and a database on it holding :data:`WORKLOAD`."""
     major: int = request.param
     if major == SUPPORTED[-1]:
         server: Sandbox = request.getfixturevalue("sandbox")
@@ -177,8 +176,8 @@ def test_advise_at_once(versioned: Versioned) -> None:
 
 def test_advise_over_an_interval(versioned: Versioned) -> None:
     with updating(versioned.dsn):
-        advice = cli_json("advise", versioned.dsn, "--interval", "3s", "--format", "json")
-    assert advice["interval_s"] == pytest.approx(3, abs=1)
+        advice = cli_json("advise", versioned.dsn, "--interval", "2s", "--format", "json")
+    assert advice["interval_s"] == pytest.approx(2, abs=1)
     status = {t["relation"]: t for t in advice["tables"]}  # type: ignore[attr-defined]
     rate = status["public.churn"].get("dead_per_second")
     assert rate is not None, status["public.churn"]

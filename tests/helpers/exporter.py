@@ -1,0 +1,43 @@
+"""The exporter on a free loopback port, scraped over HTTP and parsed with prometheus_client's
+parser (the exporter's tests and the version matrix)."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+
+from vacuumlab.watch.exporter import Collector, Listen, serve
+from vacuumlab.watch.source import Source
+
+
+@contextmanager
+def exporting(dsn: str) -> Iterator[tuple[str, Collector]]:
+    """The exporter on a free loopback port; yields its URL and its collector."""
+    source = Source(dsn)
+    source.open()
+    collector = Collector(source)
+    server, _ = serve(collector, Listen("127.0.0.1", 0))
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/metrics", collector
+    finally:
+        server.shutdown()
+        server.server_close()
+        collector.close()
+
+
+def scrape(url: str) -> dict[str, Metric]:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        text = response.read().decode()
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def value(families: dict[str, Metric], name: str, **labels: str) -> float | None:
+    """The sample named ``name`` (a counter's family drops its ``_total``) with ``labels``."""
+    family = families[name.removesuffix("_total")]
+    found = [s.value for s in family.samples if s.name == name and s.labels == labels]
+    assert len(found) <= 1
+    return found[0] if found else None
