@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -77,6 +78,33 @@ def binaries(major: int) -> Path | None:
         return fetch.fetch(major)
     except VacuumlabError as exc:
         pytest.skip(f"PostgreSQL {major}: {exc}")
+
+
+#: What a matrix file takes with ``from helpers.matrix import *``: the tests, collected there.
+__all__ = [
+    "test_advise_at_once",
+    "test_advise_over_an_interval",
+    "test_capture_then_a_short_replay",
+    "test_every_major_s_sandbox_has_data_checksums",
+    "test_exporter_scrape",
+    "test_sandbox_starts_and_stops",
+    "test_snapshot",
+    "test_the_ranges_of_the_server_knobs",
+    "test_the_settings_that_need_a_restart",
+    "test_the_table_options_a_major_takes",
+    "test_the_version_facts_hold",
+    "test_watch_refresh_shows_a_running_vacuum",
+]
+
+
+def versioned_fixture(majors: tuple[int, ...]) -> Any:
+    """A matrix file's ``versioned`` fixture: one server per major of ``majors``, module-wide."""
+
+    @pytest.fixture(scope="module", params=majors, ids=lambda major: f"pg{major}")
+    def versioned(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[Versioned]:
+        yield from serve(request, sandbox_root)
+
+    return versioned
 
 
 def serve(request: pytest.FixtureRequest, sandbox_root: Path) -> Iterator[Versioned]:
