@@ -95,6 +95,8 @@ def test_a_trial_whose_replay_missed_its_rates_cannot_win() -> None:
     verdict = decide(results, "dead")
     assert verdict.best is None
     assert not verdict.improved
+    assert verdict.text.startswith("every other trial missed the captured rates")
+    assert "updates 50.0 against 100.0" in verdict.text
 
 
 def test_a_hot_share_the_settings_moved_is_no_flag() -> None:

@@ -19,14 +19,20 @@ from helpers.cli import assert_one_line_error, run_cli
 from helpers.tune import queue_profile
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.tune import TrialPoint
-from vacuumlab.records.tune_spec import VERDICT_IMPROVED, VERDICT_STAGE, kind, predicted
+from vacuumlab.records.tune_spec import (
+    VERDICT_IMPROVED,
+    VERDICT_STAGE,
+    VERDICT_TEXT,
+    kind,
+    predicted,
+)
 from vacuumlab.store import Store
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, Path]:
     profile = tmp_path / "jobs.json"
-    profile.write_text(queue_profile(5_000, 300.0).dump_json(), encoding="utf-8")
+    profile.write_text(queue_profile(5_000, 100.0).dump_json(), encoding="utf-8")
     space = tmp_path / "space.toml"
     space.write_text(
         "[server]\nautovacuum_naptime = { levels = [1, 60] }\n"
@@ -144,7 +150,7 @@ def test_a_small_tune_resumes_after_sigint_and_ends_with_sql_that_runs(
 
     # The current settings vacuum nothing in a 4-second trial; naptime 1 s vacuums every
     # second: the win is far beyond the noise, and the SQL puts it in force.
-    assert verdict.metrics[VERDICT_IMPROVED] == 1, verdict.metrics
+    assert verdict.metrics[VERDICT_IMPROVED] == 1, verdict.metrics[VERDICT_TEXT]
     statements = [line for line in resumed.stdout.splitlines() if line.startswith("ALTER ")]
     assert any(s.startswith('ALTER TABLE "app"."jobs" SET') for s in statements), resumed.stdout
     source_dir = sandbox_root / f"source-{os.getpid()}"

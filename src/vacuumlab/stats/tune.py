@@ -127,8 +127,13 @@ def decide(results: Sequence[TrialResult], objective: Objective) -> Verdict:
     current, best = current_of(results), leader(results, objective, confirmed=True)
     metric = objective_metrics(objective)[0]
     if current is None or best is None:
-        return Verdict(objective, current, best, None, None, False,
-                       "not enough trials measured to compare")  # fmt: skip
+        flagged = [r.flagged for r in results if r.point.origin != "current" and r.flagged]
+        why = (
+            f"every other trial missed the captured rates, e.g. {flagged[0]}"
+            if flagged and best is None and current is not None
+            else "not enough trials measured to compare"
+        )
+        return Verdict(objective, current, best, None, None, False, why)
     test = welch(best.values(metric), current.values(metric))
     latency = welch(best.values(LATENCY), current.values(LATENCY)) if metric != LATENCY else None
     lower = (best.mean(metric) or 0.0) < (current.mean(metric) or 0.0)
