@@ -12,9 +12,11 @@ PYTEST_ARGS ?=
 # Test processes, each with an embedded server of its own, one per core: most slow tests
 # wait on a workload or an interval, but the studies' measurements (vacuum's sleeps, who
 # wrote which page) went wrong under three on two cores. A file's tests stay in one process
-# (--dist loadfile): its module fixtures (a study run) run once.
+# (--dist loadfile): its module fixtures (a study run) run once. The files go out in the order
+# tests/conftest.py gives them, the slow ones first (--no-loadscope-reorder: by default xdist
+# sends the files with the most tests first, which left the one-test TOAST preset, 150 s, last).
 TEST_WORKERS ?= 2
-PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=5
+PYTEST := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=5
 
 .PHONY: demo test test-all scenarios lint bench clean venv-dev
 

@@ -50,7 +50,8 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files with slow tests first, each file's tests in their order: the test processes take
     whole files in turn (--dist loadfile), so the longest start first and the short ones fill
-    in around them, rather than one long file starting last and running alone."""
+    in around them, rather than one long file starting last and running alone (the Makefile
+    keeps xdist from reordering them by their number of tests)."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)
 
