@@ -179,13 +179,30 @@ def test_counters_profile_replays_as_synthetic_mix(sandbox: Sandbox, store: Stor
         assert not check.off, check
 
 
+def test_a_short_replay_allows_for_its_random_arrivals() -> None:
+    """A tune's 4-second trial at 100 rows a second drew 355 inserts (88.8 a second) and was
+    flagged, which cost the tune its verdict. 85 a second over 4 seconds is within the spread
+    of 400 random arrivals (10 % and three times √25), not off; the same shortfall over 60
+    seconds (6,000 expected) is."""
+    metrics = {
+        rate_metric("captured", "inserts", "jobs"): 100.0,
+        rate_metric("replayed", "inserts", "jobs"): 85.0,
+    }
+    [short] = checks(metrics, 4)
+    assert not short.off, short
+    [long] = checks(metrics, 60)
+    assert long.off, long
+    metrics[rate_metric("replayed", "inserts", "jobs")] = 70.0  # 30 % short: off even at 4 s
+    assert checks(metrics, 4)[0].off
+
+
 def test_off_replay_warns_at_the_top(store: Store, tmp_path: Path) -> None:
     config = CustomConfig.from_preset("quick", profile=profile([queue(10, 5)], []).model_dump(
         mode="json"), seconds=5, warmup=1)  # fmt: skip
     run_id = store.create_run("custom", config.params(), server_version="PostgreSQL 18",
                               settings={})  # fmt: skip
     metrics = {"tps": 10.0, "rate_seconds": 6, "sampled_table": "jobs"}
-    for rate, replayed, captured in (("inserts", 5.0, 5.0), ("updates", 2.0, 5.0),
+    for rate, replayed, captured in (("inserts", 5.0, 5.0), ("updates", 1.0, 5.0),
                                      ("hot_updates", 0, 0), ("deletes", 5.0, 5.0),
                                      ("dead_tuples", 1, 0)):  # fmt: skip
         metrics[rate_metric("replayed", rate, "jobs")] = replayed
@@ -196,16 +213,17 @@ def test_off_replay_warns_at_the_top(store: Store, tmp_path: Path) -> None:
     html = render(store, run_id, tmp_path / "report").read_text()
     notice = html.index("off by more than 10 %")
     assert notice < html.index('id="run"')
-    assert "jobs updates −60.0 %" in html or "jobs updates -60.0 %" in html
+    assert "jobs updates −80.0 %" in html or "jobs updates -80.0 %" in html
 
 
 def test_a_short_capture_widens_the_margin_by_its_counters_lag() -> None:
-    """Inserts replayed 15 % above the captured rate: off against a 5-minute capture, within
-    the margin of a 10-second one, whose counters may have been read a second behind."""
+    """Inserts replayed 15 % above the captured rate over a 2-minute replay: off against a
+    5-minute capture, within the margin of a 10-second one, whose counters may have been read
+    a second behind."""
     metrics: dict[str, object] = {rate_metric("replayed", "inserts", "jobs"): 115.0,
                                   rate_metric("captured", "inserts", "jobs"): 100.0}  # fmt: skip
     for window, off in ((None, True), (300.0, True), (10.0, False)):
-        found = checks(metrics if window is None else metrics | {CAPTURE_SECONDS: window}, 11)
+        found = checks(metrics if window is None else metrics | {CAPTURE_SECONDS: window}, 120)
         assert [(c.what, c.off) for c in found] == [("inserts", off)], window
 
 
