@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -48,6 +50,18 @@ def exporter_command(
             metavar="SCHEMA",
         ),
     ] = None,
+    web_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--web-config",
+            help="Serve over TLS and ask for a password as this file says: the web "
+            "configuration file of postgres_exporter and node_exporter (tls_server_config, "
+            "basic_auth_users with bcrypt hashes), e.g. --web-config /etc/vacuumlab/web.yml "
+            "[default: plain HTTP, no password].",
+            show_default=False,
+            metavar="FILE",
+        ),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Serve autovacuum's state as Prometheus metrics: per table, dead tuples and inserts
@@ -58,23 +72,30 @@ def exporter_command(
 
     Example: vacuumlab exporter postgresql://monitor@db/app --listen 0.0.0.0:9187 --schema public
 
+    Over TLS, with passwords: vacuumlab exporter "$DSN" --listen :9187 --web-config web.yml
+
     Grafana: import docs/grafana-dashboard.json.
     """
     from vacuumlab.pg.connect import redact
-    from vacuumlab.watch.exporter import Collector, Listen, serve
+    from vacuumlab.watch.exporter import Collector, Listen, exposure_warning, serve
     from vacuumlab.watch.source import Source
     from vacuumlab.watch.view import Pick
+    from vacuumlab.watch.webconfig import WebConfig
 
     where = Listen.parse(listen)
+    web = WebConfig() if web_config is None else WebConfig.load(web_config)
     pick = Pick(schemas=frozenset(schema or ()), limit=max_tables)
     source = Source(dsn or sandbox_dsn(data_dir), pick=pick)
     source.open()  # a wrong DSN, host or password: say so now, not at the first scrape
     collector = Collector(source, on_refresh=_Reporter())
-    server, thread = serve(collector, where)
+    server, thread = serve(collector, where, web)
+    port = server.server_address[1]
     try:
+        if (warning := exposure_warning(Listen(where.host, port), web)) is not None:
+            sys.stderr.write(f"warning: {warning}\n")  # one line: a console would wrap it
         err.print(
-            f"· serving {where.url(server.server_address[1])} for {redact(source.dsn)} "
-            "(Ctrl-C stops)"
+            f"· serving {where.url(port, tls=web.tls is not None)}"
+            f"{' (basic auth)' if web.users else ''} for {redact(source.dsn)} (Ctrl-C stops)"
         )
         while thread.is_alive():
             thread.join(1.0)
