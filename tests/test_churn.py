@@ -295,6 +295,7 @@ class Recorder:
         self.messages.append(text)
 
 
+@pytest.mark.slow
 def test_continuous_repeated_steps_share_one_table(sandbox: Sandbox, tmp_path: Path) -> None:
     steps = (Step("a", {"autovacuum_naptime": "2s"}), Step("b", {"autovacuum_naptime": "1s"}))
     config = make_config(

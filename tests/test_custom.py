@@ -59,6 +59,7 @@ def docs_files(tmp_path: Path) -> tuple[Path, Path]:
     return schema, script
 
 
+@pytest.mark.slow
 def test_docs_queue_runs_as_custom_study(tmp_path: Path) -> None:
     schema, script = docs_files(tmp_path)
     store = tmp_path / "r.sqlite"
@@ -169,6 +170,7 @@ def test_profile_replays_at_captured_rates(sandbox: Sandbox, store: Store, tmp_p
     assert "captured × scale" in html
 
 
+@pytest.mark.slow
 def test_counters_profile_replays_as_synthetic_mix(sandbox: Sandbox, store: Store) -> None:
     table = queue(2_000, 80)
     table = table.model_copy(update={"rates": Rates(inserts=80, updates=80, hot_updates=40,
@@ -333,6 +335,7 @@ class StopAfterFirst(Silent):
         raise Interrupted("SIGINT")
 
 
+@pytest.mark.slow
 def test_on_a_named_server_an_interrupted_run_resumes_with_what_it_lacks(
     embedded_database: str, tmp_path: Path
 ) -> None:
@@ -409,6 +412,7 @@ def cost_delay_by_alter_system(sandbox: Sandbox) -> Iterator[str]:
         sandbox.configure({"autovacuum_vacuum_cost_delay": None})
 
 
+@pytest.mark.slow
 def test_a_repeated_step_runs_on_the_baseline_not_on_the_steps_before(
     sandbox: Sandbox, store: Store, tmp_path: Path, cost_delay_by_alter_system: str
 ) -> None:

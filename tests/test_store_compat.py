@@ -50,6 +50,7 @@ def test_each_runs_config_reads_back_as_stored(old_store: Path) -> None:
             assert config.params() == {**config_type.added, **run.params}, run.study
 
 
+@pytest.mark.slow
 def test_each_old_run_renders_with_its_figures(old_store: Path, tmp_path: Path) -> None:
     with Store.open(old_store) as store:
         for run in store.runs():
