@@ -12,12 +12,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from vacuumlab.watch.exporter import Collector, Listen, serve
 from vacuumlab.watch.source import Source
+from vacuumlab.watch.view import Pick
 
 
 @contextmanager
-def exporting(dsn: str) -> Iterator[tuple[str, Collector]]:
-    """The exporter on a free loopback port; yields its URL and its collector."""
-    source = Source(dsn)
+def exporting(dsn: str, *, pick: Pick | None = None) -> Iterator[tuple[str, Collector]]:
+    """The exporter on a free loopback port, exporting the relations ``pick`` wants (as
+    ``--schema`` and ``--max-tables`` say; all by default); yields its URL and its collector."""
+    source = Source(dsn, pick=pick)
     source.open()
     collector = Collector(source)
     server, _ = serve(collector, Listen("127.0.0.1", 0))

@@ -128,6 +128,18 @@ class Wraparound(Record):
         return None if self.age is None or not self.forcing_age else self.age / self.forcing_age
 
 
+class PastThreshold(Record):
+    """Relations past each of autovacuum's thresholds, counted over every relation of the
+    database, not only those a view holds, whether autovacuum acts on them or not (a worker on
+    them, autovacuum_enabled off). A relation past two thresholds counts under both."""
+
+    vacuum: int = Field(default=0, description="n_dead_tup over the vacuum threshold")
+    insert: int = Field(default=0, description="n_ins_since_vacuum over the insert threshold")
+    analyze: int = Field(
+        default=0, description="n_mod_since_analyze over the analyze threshold; heaps only"
+    )
+
+
 class LiveView(Record):
     """One refresh: every relation in queue order, and the rest of the picture."""
 
@@ -145,6 +157,10 @@ class LiveView(Record):
     )
     relations: int = Field(default=0, description="heap and TOAST relations in the database")
     due: int = Field(default=0, description="of them, past a threshold with no worker on them")
+    dead_tuples: int = Field(default=0, description="n_dead_tup summed over all of them")
+    past_threshold: PastThreshold = Field(
+        default_factory=PastThreshold, description="of them, past each threshold"
+    )
     workers: Workers
     holders: list[Holder] = Field(default_factory=list, description="oldest first")
     wraparound: list[Wraparound] = Field(default_factory=list)

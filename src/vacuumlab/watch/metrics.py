@@ -5,7 +5,10 @@ Per relation the labels are ``schema``, ``table`` and ``kind`` (``heap`` or ``to
 TOAST relation is vacuumed on its own thresholds); only the relations the view holds are
 exported, and the view holds those its :class:`~vacuumlab.watch.view.Pick` wants (some
 schemas, the first ``--max-tables`` in queue order), so the series stay bounded however many
-tables the database has.
+tables the database has. What the cap hides shows in totals over every relation: the dead
+tuples and the relations past each threshold (labelled with the database's name, so that
+several databases can stand side by side), and the oldest relation's xid and mxid ages
+(``wraparound_table_age``).
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ def families(view: LiveView | None, scrape: Scrape) -> Iterator[Metric]:
     )
     yield from _tables(view.tables)
     yield from _relations(view)
+    yield from _database(view)
     yield from _workers(view)
     yield from _horizon(view)
     yield from _wraparound(view)
@@ -151,6 +155,33 @@ def _relations(view: LiveView) -> Iterator[Metric]:
     )
 
 
+def _database(view: LiveView) -> Iterator[Metric]:
+    """Totals over every relation of the database, those without series of their own too."""
+    labels = {"database": view.database}
+    yield _gauge(
+        "database_dead_tuples",
+        "Dead tuples (n_dead_tup) summed over every heap and TOAST relation of the database, "
+        "with per-table series or not.",
+        view.dead_tuples,
+        labels,
+    )
+    past = GaugeMetricFamily(
+        "vacuumlab_database_relations_past_threshold",
+        "Relations of the database past autovacuum's vacuum, insert or analyze threshold, "
+        "with per-table series or not, whether autovacuum acts on them or not (a worker on "
+        "them, autovacuum_enabled off); one past two thresholds counts under both.",
+        labels=["database", "threshold"],
+    )
+    counts = view.past_threshold
+    for threshold, count in (
+        ("vacuum", counts.vacuum),
+        ("insert", counts.insert),
+        ("analyze", counts.analyze),
+    ):
+        past.add_metric([view.database, threshold], count)
+    yield past
+
+
 def _workers(view: LiveView) -> Iterator[Metric]:
     w = view.workers
     yield _gauge(
@@ -203,7 +234,8 @@ WRAPAROUND: tuple[tuple[str, str, Callable[[Wraparound], float | None]], ...] = 
     ),
     (
         "table_age",
-        "This database's oldest relfrozenxid (xid) or relminmxid (mxid) age.",
+        "The oldest relfrozenxid (xid) or relminmxid (mxid) age among this database's heap "
+        "and TOAST relations, with per-table series or not.",
         lambda w: w.table_age,
     ),
     (
