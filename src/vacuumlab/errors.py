@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 class VacuumlabError(Exception):
@@ -22,15 +22,22 @@ class Interrupted(BaseException):
 
 
 @contextlib.contextmanager
-def interrupt_on_signals() -> Iterator[None]:
-    """Turn SIGINT and SIGTERM into :class:`Interrupted` so ``with`` blocks unwind."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
+def signals_to(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` inside the block; to their earlier handlers after."""
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`Interrupted` so ``with`` blocks unwind."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    with signals_to(handler):
+        yield

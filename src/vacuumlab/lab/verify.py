@@ -40,7 +40,7 @@ from vacuumlab import __version__
 from vacuumlab.advise import advise
 from vacuumlab.advise.simulated import TOAST_SUFFIX, change_for
 from vacuumlab.collect.window import measure, until_vacuumed
-from vacuumlab.errors import Interrupted, VacuumlabError
+from vacuumlab.errors import Interrupted, VacuumlabError, signals_to
 from vacuumlab.lab.advice import collect_two
 from vacuumlab.lab.changes import Changes, TableChange
 from vacuumlab.lab.verdicts import judge
@@ -322,12 +322,8 @@ def _signals_held() -> Iterator[None]:
     def hold(signum: int, _frame: object) -> None:
         caught.append(signum)
 
-    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with signals_to(hold):
         yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
     if caught:
         raise Interrupted(signal.Signals(caught[0]).name)
 

@@ -162,22 +162,13 @@ def thresholds(
 ) -> Thresholds:
     """The three thresholds of one relation, as autovacuum computes them."""
     reltuples = max(relation.reltuples, 0.0)
-    vacuum = vacuum_threshold(settings, reltuples)
-    insert = None
-    if settings.insert_threshold is not None:
-        insert = settings.insert_threshold + settings.insert_scale_factor * reltuples * unfrozen(
-            relation, version_num
-        )
-    analyze = None
-    if not is_toast:
-        analyze = settings.analyze_threshold + settings.analyze_scale_factor * reltuples
     return Thresholds(
         relation=relation,
         is_toast=is_toast,
         effective=settings,
-        vacuum=vacuum,
-        insert=insert,
-        analyze=analyze,
+        vacuum=vacuum_threshold(settings, reltuples),
+        insert=insert_threshold(settings, relation, version_num),
+        analyze=None if is_toast else analyze_threshold(settings, reltuples),
         dead=relation.n_dead_tup or 0,
         inserted=relation.n_ins_since_vacuum or 0,
         modified=relation.n_mod_since_analyze or 0,
@@ -196,6 +187,22 @@ def vacuum_threshold(
     if settings.vacuum_max_threshold is not None:
         vacuum = min(vacuum, settings.vacuum_max_threshold)
     return vacuum
+
+
+def insert_threshold(settings: Effective, relation: Relation, version_num: int) -> float | None:
+    """``vac_ins_base_thresh + vac_ins_scale_factor × reltuples``, times the unfrozen share
+    from 18 (relation_needs_vacanalyze()); None when insert-triggered vacuum is off."""
+    if settings.insert_threshold is None:
+        return None
+    reltuples = max(relation.reltuples, 0.0)
+    return settings.insert_threshold + settings.insert_scale_factor * reltuples * unfrozen(
+        relation, version_num
+    )
+
+
+def analyze_threshold(settings: Effective, reltuples: float) -> float:
+    """``anl_base_thresh + anl_scale_factor × reltuples`` (relation_needs_vacanalyze())."""
+    return settings.analyze_threshold + settings.analyze_scale_factor * max(reltuples, 0.0)
 
 
 def with_rows(t: Thresholds, rows: float) -> list[tuple[str, float]]:
