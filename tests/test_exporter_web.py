@@ -14,8 +14,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import bcrypt
 import pytest
@@ -23,12 +23,11 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from helpers.cli import assert_one_line_error, run_cli
-from helpers.exporter import value
+from helpers.exporter import exporting, value
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.watch import webconfig
-from vacuumlab.watch.exporter import Collector, Listen, exposure_warning, serve
-from vacuumlab.watch.source import Source
+from vacuumlab.watch.exporter import Listen, exposure_warning
 from vacuumlab.watch.webconfig import BasicAuth, Tls, WebConfig
 
 USER, PASSWORD = "prometheus", "s3cret: with a colon"
@@ -64,21 +63,6 @@ def tls(pki: Path, *, client_certificates: bool = False) -> Tls:
     return Tls(
         pki / "server.crt", pki / "server.key", pki / "client.crt", "RequireAndVerifyClientCert"
     )
-
-
-@contextmanager
-def exporting(dsn: str, web: WebConfig) -> Iterator[int]:
-    """The exporter with ``web`` on a free loopback port; yields the port."""
-    source = Source(dsn)
-    source.open()
-    collector = Collector(source)
-    server, _ = serve(collector, Listen("127.0.0.1", 0), web)
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        collector.close()
 
 
 def client_context(pki: Path, *, cert: bool = False) -> ssl.SSLContext:
@@ -120,7 +104,8 @@ def parse(text: str) -> dict[str, Metric]:
 @pytest.fixture(scope="module")
 def guarded(sandbox: Sandbox, pki: Path) -> Iterator[int]:
     """One exporter over TLS that asks for USER's password, shared by the module's tests."""
-    with exporting(sandbox.dsn, WebConfig(tls(pki), {USER: HASH})) as port:
+    with exporting(sandbox.dsn, web=WebConfig(tls(pki), {USER: HASH})) as (url, _):
+        port = urlsplit(url).port
         yield port
 
 
@@ -157,7 +142,8 @@ def test_anything_but_the_right_password_gets_401(
 
 
 def test_basic_auth_without_tls(sandbox: Sandbox) -> None:
-    with exporting(sandbox.dsn, WebConfig(users={USER: HASH})) as port:
+    with exporting(sandbox.dsn, web=WebConfig(users={USER: HASH})) as (url, _):
+        port = urlsplit(url).port
         refused = get(port, context=None, authorization=basic(USER, "wrong"))
         status, _, body = get(port, context=None, authorization=RIGHT)
     assert refused[0] == 401
@@ -217,7 +203,8 @@ def test_plain_http_to_the_tls_listener_gets_no_metrics(guarded: int, pki: Path)
 
 
 def test_client_certificates(sandbox: Sandbox, pki: Path) -> None:
-    with exporting(sandbox.dsn, WebConfig(tls(pki, client_certificates=True))) as port:
+    with exporting(sandbox.dsn, web=WebConfig(tls(pki, client_certificates=True))) as (url, _):
+        port = urlsplit(url).port
         with pytest.raises((http.client.HTTPException, OSError)):
             get(port, context=client_context(pki))
         status, _, _ = get(port, context=client_context(pki, cert=True))

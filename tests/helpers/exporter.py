@@ -1,5 +1,5 @@
-"""The exporter on a free loopback port, scraped over HTTP and parsed with prometheus_client's
-parser (the exporter's tests and the version matrix)."""
+"""The exporter on a free loopback port, scraped over HTTP (or TLS) and parsed with
+prometheus_client's parser (the exporter's tests and the version matrix)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,24 @@ from prometheus_client.parser import text_string_to_metric_families
 from vacuumlab.watch.exporter import Collector, Listen, serve
 from vacuumlab.watch.source import Source
 from vacuumlab.watch.view import Pick
+from vacuumlab.watch.webconfig import WebConfig
 
 
 @contextmanager
-def exporting(dsn: str, *, pick: Pick | None = None) -> Iterator[tuple[str, Collector]]:
+def exporting(
+    dsn: str, *, pick: Pick | None = None, web: WebConfig | None = None
+) -> Iterator[tuple[str, Collector]]:
     """The exporter on a free loopback port, exporting the relations ``pick`` wants (as
-    ``--schema`` and ``--max-tables`` say; all by default); yields its URL and its collector."""
+    ``--schema`` and ``--max-tables`` say; all by default), over TLS and behind passwords
+    where ``web`` says so; yields its URL and its collector."""
     source = Source(dsn, pick=pick)
     source.open()
     collector = Collector(source)
-    server, _ = serve(collector, Listen("127.0.0.1", 0))
+    listen = Listen("127.0.0.1", 0)
+    server, _ = serve(collector, listen, web)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics", collector
+        port = server.server_address[1]
+        yield listen.url(port, tls=web is not None and web.tls is not None), collector
     finally:
         server.shutdown()
         server.server_close()
