@@ -232,7 +232,7 @@ def test_rows_in_any_order_and_chunks_make_the_same_relations(embedded_database:
     with connect(embedded_database) as session:
         text = sized_query(session, "tables", "measured")
         params = {"measure": True, "parts": 1, "part": 0}
-        (names, rows), *rest = session.chunks(text, params, size=100_000)
+        (names, oids, rows), *rest = session.chunks(text, params, size=100_000)
     assert not rest
     toast_rows = [i for i, row in enumerate(rows) if row[names.index("toast_of")] is not None]
     assert toast_rows == list(range(len(toast_rows))) != []  # TOAST relations first
@@ -242,7 +242,7 @@ def test_rows_in_any_order_and_chunks_make_the_same_relations(embedded_database:
             kept.begin()
         made = TableRows(kept)
         for at in range(0, len(order), size):
-            made.add(names, order[at : at + size])
+            made.add(names, order[at : at + size], oids)
         if kept is not None:
             kept.end()
         return in_name_order(made.done())

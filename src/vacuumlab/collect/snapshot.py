@@ -185,8 +185,8 @@ def _stream(
 ) -> None:
     """Half ``part`` of ``parts`` (0 of 1: the whole question) into ``into``."""
     params = {**params, "parts": parts, "part": part}
-    for names, rows in session.chunks(text, params, size=CHUNK_ROWS, binary=True):
-        into.add(names, rows)
+    for names, oids, rows in session.chunks(text, params, size=CHUNK_ROWS, binary=True):
+        into.add(names, rows, oids)
 
 
 def _in_halves(
@@ -255,7 +255,7 @@ class TableRows:
         #: Tables whose TOAST row came after their heap's.
         self.late: list[int] = []
 
-    def add(self, names: list[str], rows: list[tuple[Any, ...]]) -> None:
+    def add(self, names: list[str], rows: list[tuple[Any, ...]], oids: list[int]) -> None:
         toast_of, heap_bytes, index_bytes, toast_bytes = (
             names.index(name) for name in ("toast_of", "heap_bytes", "index_bytes", "toast_bytes")
         )
@@ -271,9 +271,9 @@ class TableRows:
                     row = (*row[:toast_bytes], size, *row[toast_bytes + 1 :])
             filled.append(row)
         if self.kept is not None:
-            made = self.kept.relations(names, filled)
+            made = self.kept.relations(names, filled, oids)
         else:
-            made = records_of(m.Relation, names, filled)
+            made = records_of(m.Relation, names, filled, oids)
         toasts, heaps, found = self.toasts, self.heaps, self.tables
         for rel in made:
             if rel.toast_of is not None:
@@ -316,7 +316,9 @@ class Kept:
     def begin(self) -> None:
         self._next = {}
 
-    def relations(self, names: list[str], rows: list[tuple[Any, ...]]) -> list[m.Relation]:
+    def relations(
+        self, names: list[str], rows: list[tuple[Any, ...]], oids: list[int]
+    ) -> list[m.Relation]:
         if tuple(names[-len(AGES) :]) != AGES or names[0] != "oid":
             raise VacuumlabError("internal: the tables query must start with oid, end in ages")
         cut = len(names) - len(AGES)
@@ -333,7 +335,7 @@ class Kept:
             if (rel.frozenxid_age, rel.minmxid_age) != row[cut:]:
                 rel = _replaced(rel, frozenxid_age=row[cut], minmxid_age=row[cut + 1])
             found.append(rel)
-        made = records_of(m.Relation, names, [rows[i] for i in fresh])
+        made = records_of(m.Relation, names, [rows[i] for i in fresh], oids)
         for i, rel in zip(fresh, made, strict=True):
             found[i] = rel
         done = [rel for rel in found if rel is not None]
