@@ -342,3 +342,22 @@ def test_findings_without_recommendations_still_say_nothing_to_change() -> None:
     assert NOTHING_TO_CHANGE in md
     assert "## When and how long" in md
     assert "To change" not in md
+
+
+def test_the_quiet_relations_are_counted_under_the_status_table() -> None:
+    """Quiet relations (nothing moves them toward autovacuum) are counted, not listed: in
+    every format, with or without rows beside them, and not at all when there are none."""
+    counted = "Not listed: 12,345 quiet relations"
+    for a in (advice(tables=[status("public.t")], quiet=12_345), advice(quiet=12_345)):
+        md = render_markdown(a)
+        assert "## Where each table stands" in md
+        assert counted in md
+        html = render_html(a)
+        assert counted in section(html, "tables")
+        assert ('id="tables-table"' in html) == bool(a.tables)
+        out = io.StringIO()
+        Console(file=out, width=200).print(render_text(a))
+        assert counted in out.getvalue()
+    one = render_markdown(advice(quiet=1))
+    assert "Not listed: 1 quiet relation," in one
+    assert "Not listed" not in render_markdown(advice(tables=[status("public.t")]))

@@ -16,7 +16,7 @@ from vacuumlab.advise.context import Context
 from vacuumlab.advise.table_status import table_statuses
 from vacuumlab.memory import collector_paused
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation
-from vacuumlab.records.snapshot import Snapshot
+from vacuumlab.records.snapshot import ProbeNote, Snapshot
 
 Question = Callable[[Context], list[Finding]]
 
@@ -30,14 +30,15 @@ def questions() -> list[tuple[str, Question]]:
     return found
 
 
-def advise(snapshot: Snapshot, later: Snapshot | None = None) -> Advice:
+def advise(snapshot: Snapshot, later: Snapshot | None = None, *, every: bool = False) -> Advice:
     """Answer every question from one snapshot, or two taken some time apart; bloat is
-    measured where the later (or only) one carries ``--exact`` figures."""
+    measured where the later (or only) one carries ``--exact`` figures. The status table
+    counts the quiet relations rather than list them, unless ``every``."""
     with collector_paused():
-        return _advise(Context(snapshot, later))
+        return _advise(Context(snapshot, later), every)
 
 
-def _advise(ctx: Context) -> Advice:
+def _advise(ctx: Context, every: bool = False) -> Advice:
     findings: list[Finding] = []
     for _name, question in questions():
         findings.extend(question(ctx))
@@ -46,6 +47,18 @@ def _advise(ctx: Context) -> Advice:
         key=lambda f: (order[f.severity], -max((r.impact for r in f.recommendations), default=0))
     )
     findings = simulated.annotate(ctx, without_moot(once_per_setting(findings)))
+    tables, quiet = table_statuses(ctx, every=every)
+    notes = list(ctx.now.notes)
+    if skipped := simulated.unsimulated(ctx, findings):
+        notes.append(
+            ProbeNote(
+                probe="simulation",
+                reason=f"{skipped:,} recommendation{'s' if skipped != 1 else ''} after the "
+                f"first {simulated.MAX_WHATIFS} not simulated: each what-if runs the whole "
+                "server",
+                fix="apply the first ones, then advise again",
+            )
+        )
     return Advice(
         vacuumlab_version=__version__,
         taken_at=ctx.now.taken_at,
@@ -53,9 +66,10 @@ def _advise(ctx: Context) -> Advice:
         server=ctx.now.server,
         exact=ctx.exact_probed,
         findings=findings,
-        tables=table_statuses(ctx),
+        tables=tables,
+        quiet=quiet,
         partitioned=partitions.statuses(ctx),
-        notes=list(ctx.now.notes),
+        notes=notes,
     )
 
 

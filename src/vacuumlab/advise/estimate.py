@@ -94,14 +94,39 @@ class Estimate:
         return r is not None and ((r.dead_per_second or 0) > 0 or (r.inserts_per_second or 0) > 0)
 
 
-def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, float | None]]:
+def quiet(t: Thresholds, rates: Rates | None) -> bool:
+    """Whether nothing moves a relation toward autovacuum: no dead tuple, insert or change
+    counted, no options of its own, no freeze limit passed, and, over an interval, nothing
+    counted between the two snapshots (``model.rates.still()``). Its next vacuum is as far as
+    it can be, and its status row would say nothing but its thresholds: at scale most
+    relations (a tenant's idle tables), so the status table counts them instead of listing
+    them, and their next vacuum is not priced."""
+    if t.dead or t.inserted or t.modified or t.forced is not None or t.effective.overridden:
+        return False
+    return rates is None or not (
+        rates.dead_per_second or rates.inserts_per_second or rates.live_per_second
+    )
+
+
+def table_rates(
+    ctx: Context, *, every: bool = False
+) -> dict[int, tuple[float | None, float | None, float | None]]:
     """oid -> (dead tuples per second, seconds until autovacuum should take it — the earliest,
-    before up to one naptime for the launcher —, the next vacuum's estimated seconds)."""
+    before up to one naptime for the launcher —, the next vacuum's estimated seconds). A
+    :func:`quiet` relation has its rate alone, and its oid is in ``ctx.memo["quiet"]``; with
+    ``every``, none is taken for quiet."""
     result: dict[int, tuple[float | None, float | None, float | None]] = {}
+    still: set[int] = set()
+    ctx.memo["quiet"] = still
     if "estimates" in ctx.memo:  # the questions needed them whole (rates: two snapshots)
         for e in estimates(ctx):
             dead = e.rates.dead_per_second if e.rates else None
-            result[e.thresholds.relation.oid] = (dead, e.to_vacuum, e.vacuum_seconds)
+            oid = e.thresholds.relation.oid
+            if not every and quiet(e.thresholds, e.rates):
+                still.add(oid)
+                result[oid] = (dead, None, None)
+            else:
+                result[oid] = (dead, e.to_vacuum, e.vacuum_seconds)
         return result
     # The same figures without an Estimate and a Duration per relation: at 20,000 relations
     # building them was a third of the status rows' cost.
@@ -114,6 +139,10 @@ def table_rates(ctx: Context) -> dict[int, tuple[float | None, float | None, flo
             if t is None:
                 continue
             rates = relation_rates(ctx, t.relation) if interval else None
+            if not every and quiet(t, rates):
+                still.add(t.relation.oid)
+                result[t.relation.oid] = (rates.dead_per_second if rates else None, None, None)
+                continue
             to_vacuum, trigger = rates_model.to_vacuum(t, rates)
             seconds = None
             if costing is not None:

@@ -6,6 +6,7 @@ the estimates imports the advisor back."""
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import cast
 
 from pydantic import TypeAdapter
 
@@ -13,16 +14,19 @@ from vacuumlab.advise.context import Context
 from vacuumlab.advise.estimate import table_rates
 from vacuumlab.advise.partitions import partition_of
 from vacuumlab.records.advice import TableStatus
+from vacuumlab.records.shared import one_fields_set
 
 #: Validates the status rows in one call: at 20,000 relations, one call per row costs a sixth more.
 _STATUSES = TypeAdapter(list[TableStatus])
 _PROGRESS = itemgetter("vacuum_progress")
 
 
-def table_statuses(ctx: Context) -> list[TableStatus]:
-    """Every relation's row of the advice's status table, most progress to its next vacuum
-    first."""
-    rates = ctx.memo["table_rates"] = table_rates(ctx)
+def table_statuses(ctx: Context, *, every: bool = False) -> tuple[list[TableStatus], int]:
+    """The advice's status table, most progress to its next vacuum first, and the number of
+    relations left out: the quiet ones (:func:`vacuumlab.advise.estimate.quiet`), unless
+    ``every`` lists them too."""
+    rates = ctx.memo["table_rates"] = table_rates(ctx, every=every)
+    still = cast(set[int], ctx.memo["quiet"])
     names = ctx.names
     # Only where there are partitioned tables: the TOAST owners are a pass over every table.
     roots = partition_of(ctx) if ctx.now.partitioned else {}
@@ -31,6 +35,8 @@ def table_statuses(ctx: Context) -> list[TableStatus]:
     overridden: dict[int, list[str]] = {}
     rows = []
     for t in ctx.thresholds:
+        if t.relation.oid in still:
+            continue
         effective = t.effective
         overrides = overridden.get(id(effective))
         if overrides is None:
@@ -65,4 +71,4 @@ def table_statuses(ctx: Context) -> list[TableStatus]:
     # Most progress first, ordered before validation with a key read in C; a stable sort in
     # reverse keeps equal rows in their order, as sorting on the negated progress did.
     rows.sort(key=_PROGRESS, reverse=True)
-    return _STATUSES.validate_python(rows)
+    return one_fields_set(_STATUSES.validate_python(rows)), len(still)

@@ -119,6 +119,11 @@ class Advice(Record):
     exact: bool = False
     findings: list[Finding] = Field(default_factory=list)
     tables: list[TableStatus] = Field(default_factory=list)
+    quiet: int = Field(
+        default=0,
+        description="relations left out of tables: nothing counted toward a threshold, no "
+        "options of their own, no freeze limit passed, nothing changed over the interval",
+    )
     partitioned: list[PartitionedStatus] = Field(default_factory=list)
     notes: list[ProbeNote] = Field(default_factory=list)
 

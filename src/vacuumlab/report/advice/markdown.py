@@ -89,12 +89,17 @@ def _md_finding(finding: FindingView) -> list[str]:
 
 
 def _md_tables(view: AdviceView) -> list[str]:
-    if not view.tables:
+    if not view.tables and not view.quiet:
         return []
-    columns = TABLE_COLUMNS + (RATE_COLUMNS if view.with_rates else ())
-    rows = (row.cells(with_rates=view.with_rates) for row in view.tables)
-    numbers = [column for column in columns if column not in TEXT_COLUMNS]
-    return ["## Where each table stands", md_table(columns, rows, numbers=numbers)]
+    blocks = ["## Where each table stands"]
+    if view.tables:
+        columns = TABLE_COLUMNS + (RATE_COLUMNS if view.with_rates else ())
+        rows = (row.cells(with_rates=view.with_rates) for row in view.tables)
+        numbers = [column for column in columns if column not in TEXT_COLUMNS]
+        blocks.append(md_table(columns, rows, numbers=numbers))
+    if view.quiet:
+        blocks.append(view.quiet)
+    return blocks
 
 
 def _md_notes(view: AdviceView) -> list[str]:

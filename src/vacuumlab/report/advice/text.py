@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding, PartitionedStatus
-from vacuumlab.report.advice.view import PARTITION_MARK, standing_order
+from vacuumlab.report.advice.view import PARTITION_MARK, quiet_sentence, standing_order
 from vacuumlab.units import share
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
@@ -19,7 +19,7 @@ def render(advice: Advice, *, limit: int = 25) -> RenderableType:
     for question, heading in QUESTIONS.items():
         found = [f for f in advice.findings if f.question == question]
         if found:
-            parts.append(_findings(heading, found))
+            parts.append(findings_table(heading, found))
     parts.append(_standing(advice, limit))
     if advice.notes:
         notes = Table(
@@ -65,7 +65,7 @@ def _changes(advice: Advice) -> RenderableType:
     return table
 
 
-def _findings(heading: str, found: list[Finding]) -> Table:
+def findings_table(heading: str, found: list[Finding]) -> Table:
     table = Table(
         "severity", "relation", "finding", title=heading, title_justify="left", show_lines=True
     )
@@ -91,6 +91,8 @@ def _standing(advice: Advice, limit: int) -> Table:
         "next vacuum in",
         "overrides",
         title=f"Where each table stands ({len(shown)} of {len(order)})",
+        caption=quiet_sentence(advice.quiet) or None,
+        caption_justify="left",
         title_justify="left",
     )
     for row, partition in shown:

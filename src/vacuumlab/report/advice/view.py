@@ -185,6 +185,7 @@ class AdviceView:
     tables: list[TableRow]
     with_rates: bool
     notes: list[tuple[str, str, str]]
+    quiet: str = ""  # the relations left out of the status table, counted
 
 
 def build_view(advice: Advice) -> AdviceView:
@@ -204,6 +205,17 @@ def build_view(advice: Advice) -> AdviceView:
         tables=rows,
         with_rates=any(_has_rates(status) for status in advice.tables),
         notes=[(note.probe, note.reason, note.fix or DASH) for note in advice.notes],
+        quiet=quiet_sentence(advice.quiet),
+    )
+
+
+def quiet_sentence(quiet: int) -> str:
+    """The status table's word on the relations it leaves out, or nothing."""
+    if not quiet:
+        return ""
+    return (
+        f"Not listed: {quiet:,} quiet relation{'s' if quiet != 1 else ''}, with nothing "
+        "counted toward a threshold, no options of their own and no freeze limit passed."
     )
 
 

@@ -1,0 +1,129 @@
+"""The status table counts the quiet relations instead of listing them, and leaving them out
+changes nothing else: at 10,000 tables the findings are the same with the pass and without it
+(``every``), and every row left out had nothing counted toward a threshold.
+
+The 10,000 tables are the saved pair's 400 (see test_advise_golden.py), and 96 copies, each in
+a schema of its own and with new oids, of the 100 that nothing changed between its two
+snapshots: a fleet's mix, a few tables busy and most idle.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vacuumlab.advise import advise, simulated
+from vacuumlab.records.snapshot import Snapshot, parse_snapshot
+
+PAIR = Path(__file__).parent / "data" / "advise_pair.json.gz"
+COPIES = 96
+OID_STEP = 10_000_000
+
+
+def _unchanged(raw: dict[str, Any]) -> set[int]:
+    """The heaps whose table (heap and TOAST relation) is the same in both snapshots but for
+    its ages, which every transaction anywhere moves."""
+
+    def still(table: dict[str, Any]) -> list[dict[str, Any] | None]:
+        return [
+            None
+            if rel is None
+            else {k: v for k, v in rel.items() if k not in ("frozenxid_age", "minmxid_age")}
+            for rel in (table["heap"], table["toast"])
+        ]
+
+    before = {t["heap"]["oid"]: still(t) for t in raw["first"]["tables"]}
+    return {
+        t["heap"]["oid"] for t in raw["later"]["tables"] if before.get(t["heap"]["oid"]) == still(t)
+    }
+
+
+def _copied(snapshot: dict[str, Any], unchanged: set[int]) -> dict[str, Any]:
+    """``snapshot`` with ``COPIES`` more of its ``unchanged`` tables, each copy in its own
+    schema and oids."""
+    tables = list(snapshot["tables"])
+    for copy in range(1, COPIES + 1):
+        shift = copy * OID_STEP
+        for table in snapshot["tables"]:
+            if table["heap"]["oid"] not in unchanged:
+                continue
+            moved = {}
+            for part in ("heap", "toast"):
+                rel = table[part]
+                if rel is not None:
+                    rel = {
+                        **rel,
+                        "oid": rel["oid"] + shift,
+                        "schema_name": f"tenant_{copy:02}",
+                        "catalog_position": (rel.get("catalog_position") or 0) + shift,
+                    }
+                    if rel["toast_of"] is not None:
+                        rel["toast_of"] += shift
+                moved[part] = rel
+            tables.append(moved)
+    return {**snapshot, "tables": tables}
+
+
+@pytest.fixture(scope="module")
+def pair() -> dict[str, Snapshot]:
+    raw = json.loads(gzip.decompress(PAIR.read_bytes()))
+    unchanged = _unchanged(raw)
+    assert len(unchanged) == 100
+    return {key: parse_snapshot(_copied(value, unchanged), key) for key, value in raw.items()}
+
+
+def _quiet_row(row: dict[str, Any]) -> bool:
+    """What a left-out row shows: nothing counted, no options, no forced vacuum, no rate."""
+    return (
+        row["dead"] == 0
+        and row["inserted"] == 0
+        and row["modified"] == 0
+        and not row["overridden"]
+        and row["forced"] is None
+        and not row["dead_per_second"]
+    )
+
+
+@pytest.mark.parametrize("case", ["one", "interval"])
+def test_quiet_relations_change_no_finding_at_10000_tables(
+    pair: dict[str, Snapshot], case: str
+) -> None:
+    given = (pair["later"],) if case == "one" else (pair["first"], pair["later"])
+    assert len(given[-1].tables) == 10_000
+    fast = json.loads(advise(*given).model_dump_json())
+    whole = json.loads(advise(*given, every=True).model_dump_json())
+    assert fast["findings"], "the copies must give findings to compare"
+    assert fast["findings"] == whole["findings"]
+    assert fast["partitioned"] == whole["partitioned"]
+    assert whole["quiet"] == 0
+    relations = sum(1 + (t.toast is not None) for t in given[-1].tables)
+    assert len(whole["tables"]) == relations
+    kept = {row["relation"] for row in fast["tables"]}
+    left_out = [row for row in whole["tables"] if row["relation"] not in kept]
+    assert fast["quiet"] == len(left_out) > relations / 2  # most are idle, as in a fleet
+    assert all(_quiet_row(row) for row in left_out)
+    # The rows kept are the whole table's rows that are not quiet, in its order.
+    assert fast["tables"] == [row for row in whole["tables"] if row["relation"] in kept]
+    assert len(fast["tables"]) >= 300  # the busy ones at least
+
+
+def test_what_ifs_stop_at_their_cap_and_say_so(
+    pair: dict[str, Snapshot], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each what-if runs the whole server: past MAX_WHATIFS the rest are left unsimulated, the
+    first ones (most severe) simulated, and a note counts the rest."""
+    given = (pair["first"], pair["later"])
+    runnable = [
+        r for f in advise(*given).findings for r in f.recommendations if r.simulated is not None
+    ]
+    assert len(runnable) >= 3
+    monkeypatch.setattr(simulated, "MAX_WHATIFS", 1)
+    capped = advise(*given)
+    done = [r for f in capped.findings for r in f.recommendations if r.simulated is not None]
+    assert done == runnable[:1]
+    note = next(n for n in capped.notes if n.probe == "simulation")
+    assert note.reason.startswith(f"{len(runnable) - 1:,} recommendation")
