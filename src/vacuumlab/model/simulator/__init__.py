@@ -1,4 +1,5 @@
-"""A discrete-event simulation of the autovacuum launcher and its workers in one database.
+"""A discrete-event simulation of the autovacuum launcher and its workers, in one database
+(:func:`simulate`) or in several at once (:func:`simulate_cluster`).
 
 What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
 
@@ -8,8 +9,12 @@ What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
   whose ``datfrozenxid`` is past ``autovacuum_freeze_max_age`` is chosen first
   (do_start_worker()), so it gets a worker at every wake-up. With every slot busy the launcher
   waits; a worker that exits wakes it (FreeWorkerInfo() signals it), and the schedule goes on
-  from that launch.
-- **Worker slots**: ``model.balance.available_workers``.
+  from that launch. :func:`simulate` follows one database, the others a count that spaces
+  its visits and takes no slot; :func:`simulate_cluster` follows every database given, each
+  with its relations, through the launcher's database list and do_start_worker()'s choice
+  (``cluster``): their workers share the slots and the cost balance, so one database's
+  relations wait on slots another database's vacuums hold.
+- **Worker slots**: ``model.balance.available_workers``, the server's, for every database.
 - **A worker** builds its list of relations once, when it starts: those that need a vacuum then
   (relation_needs_vacanalyze()), heaps in ``pg_class`` order, then TOAST relations
   (do_autovacuum()). Before each one it checks again (table_recheck_autovac()): a relation
@@ -32,14 +37,20 @@ What it follows of PostgreSQL (src/backend/postmaster/autovacuum.c):
   brings its age back to ``vacuum_freeze_min_age``. Since PostgreSQL 15 a normal one does too,
   unless it skipped an all-visible page that was not all-frozen (:func:`skips_unfrozen`).
 
-Analyze-only visits, horizon holders and other databases' work are not simulated.
+Analyze-only visits and horizon holders are not simulated, nor a vacuum moving a database's
+``datfrozenxid`` back (once past its freeze limit it stays so); other databases' work is
+when they are given to :func:`simulate_cluster`.
 
 The package: ``records`` (what goes in and comes out), ``relation`` (a relation inside the
-loop), ``cost`` (one vacuum's cost), ``loop`` (the events and their handlers).
+loop), ``cost`` (one vacuum's cost), ``loop`` (the events and their handlers), ``cluster``
+(the launcher's round of several databases).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from vacuumlab.model.simulator.cluster import ClusterSimulator
 from vacuumlab.model.simulator.cost import (
     CHECKPOINT_S,
     FIXED_S,
@@ -52,12 +63,16 @@ from vacuumlab.model.simulator.records import (
     COUNTED_DURING,
     FLUSHED_AFTER_S,
     MIN_SLEEP_S,
+    Cluster,
+    ClusterDatabase,
     Launcher,
     Outcome,
     Span,
     Spans,
     Subject,
     Tally,
+    Visit,
+    Waited,
     dead_after_vacuum,
     vacuum_threshold,
 )
@@ -69,6 +84,8 @@ __all__ = [
     "FLUSHED_AFTER_S",
     "MIN_SLEEP_S",
     "PAGE_S",
+    "Cluster",
+    "ClusterDatabase",
     "Launcher",
     "Outcome",
     "Simulator",
@@ -76,10 +93,13 @@ __all__ = [
     "Spans",
     "Subject",
     "Tally",
+    "Visit",
+    "Waited",
     "clean_share",
     "dead_after_vacuum",
     "first_starts",
     "simulate",
+    "simulate_cluster",
     "skips_unfrozen",
     "vacuum_threshold",
 ]
@@ -94,3 +114,14 @@ def first_starts(subjects: list[Subject], launcher: Launcher, seconds: float) ->
     """When each of ``subjects`` is first vacuumed within ``seconds``, by its ``order``: the
     first starts of simulate()'s tallies, in less time (Simulator.first_starts())."""
     return Simulator(subjects, launcher, seconds).first_starts()
+
+
+def simulate_cluster(
+    databases: Sequence[ClusterDatabase], launcher: Launcher, seconds: float
+) -> Cluster:
+    """The autovacuums of every database's relations over ``seconds``, one launcher and one
+    set of worker slots for them all. ``databases`` in pg_database's order (the launcher's
+    first round follows it); ``launcher`` is the server's, its ``databases``, ``in_danger``
+    and ``danger_in_s`` left unread (each database's ages and the launcher's freeze limits
+    say when it is in danger)."""
+    return ClusterSimulator(databases, launcher, seconds).run_cluster()

@@ -1,10 +1,13 @@
 """What the simulation takes and gives: a relation as it sees it (:class:`Subject`), the
 server's side (:class:`Launcher`), and what happened (:class:`Tally`, :class:`Span`,
-:class:`Outcome`)."""
+:class:`Outcome`); for several databases at once, each with its relations
+(:class:`ClusterDatabase`), and what happened across them (:class:`Visit`,
+:class:`Waited`, :class:`Cluster`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -112,6 +115,13 @@ class Launcher:
     first_launch_s: float | None = None  # None: half a launch interval in
     normal_advances: bool = True  # 15+: a normal vacuum can advance relfrozenxid
     prunes_during: bool = True  # 14+: a vacuum removes what dies while it runs (dead_after_vacuum)
+    # Read by simulate_cluster() only, which takes each database's ages instead of the three
+    # fields above that describe one database (databases, in_danger, danger_in_s): a
+    # database whose datfrozenxid age is past autovacuum_freeze_max_age, or its datminmxid
+    # age past MultiXactMemberFreezeThreshold() (the multixact setting, lower under member
+    # space pressure), is chosen ahead of its turn (do_start_worker()).
+    freeze_max_age: float = 200_000_000.0
+    multixact_freeze_max_age: float = 400_000_000.0
 
     @property
     def launch_every_s(self) -> float:
@@ -228,3 +238,91 @@ class Outcome:
 def vacuum_threshold(subject: Subject, reltuples: float) -> float:
     threshold = subject.vacuum_base + subject.vacuum_scale * max(reltuples, 0.0)
     return threshold if subject.vacuum_cap is None else min(threshold, subject.vacuum_cap)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDatabase:
+    """One database of the server and its relations, for simulate_cluster(). Give every
+    database the launcher visits, one with nothing to vacuum too (``postgres``, ``template1``
+    with ``datallowconn``): each takes its turn in the launcher's round."""
+
+    name: str
+    subjects: Sequence[Subject]
+    frozenxid_age: float = 0.0  # age(datfrozenxid)
+    minmxid_age: float = 0.0  # mxid_age(datminmxid)
+
+
+class Visit(NamedTuple):
+    """A worker the launcher started: when, in which database, whether that database was
+    chosen ahead of its turn for being past a freeze limit, and whether the worker found a
+    relation to vacuum (else it exits at once and holds no slot)."""
+
+    at: float
+    database: str
+    wraparound: bool
+    worked: bool
+
+
+class Waited(NamedTuple):
+    """One relation's waits for a worker over the window, and, of the seconds it waited with
+    every worker slot busy, the slot-seconds each database's workers held then (they add up
+    to ``waited_full`` × the slots)."""
+
+    database: str
+    label: str
+    subject: int  # its index into Cluster.outcome.subjects
+    vacuums: int
+    waited: float
+    waited_full: float
+    max_wait: float
+    held_by: dict[str, float]
+
+
+@dataclass(slots=True)
+class Cluster:
+    """What happened in every database over the window. ``outcome`` holds every database's
+    relations as one run (its tallies, spans and launches count all of them), grouped by
+    database in the order given, each group in its workers' list order."""
+
+    outcome: Outcome
+    names: list[str]  # the databases, in the order given (pg_database's)
+    placed: list[int]  # by subject index: its database, an index into names
+    visits: list[Visit]
+    # By subject index, for the relations that waited with every slot busy: the slot-seconds
+    # each database (by index into names) held meanwhile.
+    held: dict[int, list[float]]
+
+    def database(self, index: int) -> str:
+        """The database of ``outcome.subjects[index]``."""
+        return self.names[self.placed[index]]
+
+    def find(self, database: str, label: str) -> int | None:
+        """The subject index of ``label`` in ``database``; None if not there."""
+        for index, s in enumerate(self.outcome.subjects):
+            if s.label == label and self.database(index) == database:
+                return index
+        return None
+
+    def waited(self, index: int) -> Waited:
+        """How long ``outcome.subjects[index]`` waited for a worker, and who held the slots."""
+        tally = self.outcome.tally(index)
+        held = self.held.get(index)
+        held_by = {} if held is None else {n: s for n, s in zip(self.names, held, strict=True) if s}
+        return Waited(
+            self.database(index), self.outcome.subjects[index].label, index, tally.vacuums,
+            tally.waited, tally.waited_full, tally.max_wait, held_by,
+        )  # fmt: skip
+
+    def waits(self) -> list[Waited]:
+        """Every relation that passed a threshold in the window, longest wait first."""
+        found = [self.waited(index) for index in self.outcome.active]
+        return sorted(found, key=lambda w: (-w.waited, w.subject))
+
+    def slot_seconds(self) -> dict[str, float]:
+        """Worker-seconds each database's vacuums took over the window: a worker holds its
+        slot while it works through its list, one vacuum straight after the other."""
+        taken = dict.fromkeys(self.names, 0.0)
+        seconds, columns = self.outcome.seconds, self.outcome.columns
+        for subject, start, end in zip(columns.subjects, columns.starts, columns.ends, strict=True):
+            taken[self.database(subject)] += min(end, seconds) - start
+        return taken
