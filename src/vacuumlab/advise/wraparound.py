@@ -109,6 +109,13 @@ def _cluster(ctx: Context, kind: str, rate: float | None, warn_share: float) -> 
     )
 
 
+def is_cluster(finding: Finding) -> bool:
+    """Whether ``finding`` is the one about the cluster's databases (_cluster, the only
+    wraparound finding with no relation): every database's advice has the same, so advising
+    all databases of a server shows it once, for the server."""
+    return finding.question == "wraparound" and finding.relation is None
+
+
 def _xid_rate(ctx: Context) -> float | None:
     """Transaction ids consumed per second, from two snapshots."""
     if ctx.later is None or ctx.snapshot.xids is None or ctx.later.xids is None:

@@ -7,6 +7,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from vacuumlab.cli.all_databases import (
+    AllDatabasesOpt,
+    advice_document,
+    advice_from_files,
+    advice_view,
+    collect_advice,
+    collect_snapshots,
+    emit_whole,
+    refuse_html,
+    show_whole,
+    snapshot_view,
+    write_whole,
+)
 from vacuumlab.cli.options import (
     DataDir,
     DocumentFormat,
@@ -43,7 +56,9 @@ def snapshot(
     input_: Annotated[
         Path | None,
         typer.Option(
-            "--input", help="Re-render a saved JSON snapshot; no server needed.", metavar="FILE"
+            "--input",
+            help="Re-render a saved JSON snapshot, of one database or of all; no server needed.",
+            metavar="FILE",
         ),
     ] = None,
     save: Annotated[
@@ -51,22 +66,41 @@ def snapshot(
         typer.Option("--save", help="Also save the snapshot as JSON here.", metavar="FILE"),
     ] = None,
     exact: ExactOpt = False,
+    all_databases: AllDatabasesOpt = False,
     limit: LimitOpt = 25,
     data_dir: DataDir = None,
 ) -> None:
     """Collect, read-only, everything vacuum depends on, in a fixed number of queries.
 
     Example: vacuumlab snapshot postgresql://postgres@localhost/app --format json -o snap.json
+
+    Example: vacuumlab snapshot postgresql://me@db/app --all-databases --save server.json
     """
-    from vacuumlab.records.snapshot import load_snapshot
-    from vacuumlab.report.snapshot.text import render
+    from vacuumlab.records.all_databases import AllDatabasesSnapshot, load_snapshots
 
     if input_ is not None:
         if dsn is not None or exact:
             raise VacuumlabError("--input re-renders a saved snapshot: give no DSN and no --exact")
-        snap = load_snapshot(input_)
+        snap = load_snapshots(input_)
+        if all_databases and not isinstance(snap, AllDatabasesSnapshot):
+            raise VacuumlabError(
+                f"{input_} is a snapshot of one database: --all-databases with --input takes "
+                "a file saved by `vacuumlab snapshot --all-databases`"
+            )
+    elif all_databases:
+        snap = collect_snapshots(dsn, data_dir, exact=exact)
     else:
         snap = _collect(dsn or sandbox_dsn(data_dir), exact=exact)
+    if isinstance(snap, AllDatabasesSnapshot):
+        if save is not None:
+            write_whole(save, snap.dump_json() + "\n")
+        if fmt is Format.json:
+            emit_whole(snap.dump_json() + "\n", output)
+        else:
+            show_whole(snapshot_view(snap, limit), output)
+        return
+    from vacuumlab.report.snapshot.text import render
+
     if save is not None:
         write(save, snap.dump_json() + "\n")
     if fmt is Format.json:
@@ -102,11 +136,13 @@ def advise_command(
         list[Path] | None,
         typer.Option(
             "--input",
-            help="Advise from saved snapshot JSON (one, or two for rates).",
+            help="Advise from saved snapshot JSON (one, or two for rates), of one database "
+            "or of all (snapshot --all-databases).",
             metavar="FILE",
         ),
     ] = None,
     exact: ExactOpt = False,
+    all_databases: AllDatabasesOpt = False,
     limit: LimitOpt = 25,
     data_dir: DataDir = None,
     verify: Annotated[
@@ -143,26 +179,41 @@ def advise_command(
     Example: vacuumlab advise postgresql://me@db/app --interval 60s --format md -o advice.md
 
     Example: vacuumlab advise --interval 30s --verify   (on the running sandbox)
+
+    Example: vacuumlab advise postgresql://me@db/app --all-databases --format md -o all.md
     """
     if verify or verify_for is not None or allow_alter_system:
+        if all_databases:
+            raise VacuumlabError("--verify proves the advice for one database: no --all-databases")
         _verify(dsn, interval, verify_for, allow_alter_system, fmt, output, input_, exact,
                 data_dir, verify=verify)  # fmt: skip
         return
     from vacuumlab.advise import advise
-    from vacuumlab.lab.advice import collect_advice
-    from vacuumlab.records.snapshot import load_snapshot
+    from vacuumlab.lab.advice import collect_advice as collect_one
+    from vacuumlab.records.all_databases import AllDatabasesAdvice
     from vacuumlab.report.advice.text import render
 
     seconds = seconds_of(interval)
+    if all_databases:
+        refuse_html(fmt)
     if input_:
         if dsn is not None or len(input_) > 2:
             raise VacuumlabError("--input takes one or two snapshot files, and no DSN")
-        snapshots = [load_snapshot(path) for path in input_]
-        advice = advise(snapshots[0], snapshots[1] if len(snapshots) == 2 else None)
+        found = advice_from_files(input_, all_databases=all_databases)
+        advice = found if isinstance(found, AllDatabasesAdvice) else advise(*found)
+    elif all_databases:
+        advice = collect_advice(dsn, data_dir, interval=seconds, exact=exact)
     else:
-        advice, _ = collect_advice(
+        advice, _ = collect_one(
             dsn or sandbox_dsn(data_dir), interval=seconds, exact=exact, on_wait=waiting_for_rates
         )
+    if isinstance(advice, AllDatabasesAdvice):
+        document = advice_document(advice, fmt)
+        if document is None:
+            show_whole(advice_view(advice, limit), output)
+        else:
+            emit_whole(document, output)
+        return
     if fmt is DocumentFormat.table:
         show(render(advice, limit=limit), output)
     else:

@@ -43,22 +43,26 @@ def collect_advice(
         ) as s:
             first = collect(s)
             later = _after(s, interval, on_wait) if interval else None
-            # The pages each changed relation's next vacuum reads, from its visibility map
-            # where pg_visibility allows: on the snapshot the findings describe.
-            # And how many of their pages are in shared buffers, where pg_buffercache allows.
             if later is None:
-                first = with_buffercache(s, with_visibility(s, first))
+                first = probed(s, first, exact=exact)
             else:
-                later = with_buffercache(s, with_visibility(s, later, first), first)
-            if exact:
-                # Measured on the snapshot the findings describe: the later one when there are
-                # two.
-                if later is None:
-                    first = with_exact(s, first)
-                else:
-                    later = with_exact(s, later)
+                later = probed(s, later, first, exact=exact)
             statements = s.statements
         return advise(first, later), statements
+
+
+def probed(
+    session: Session, snap: Snapshot, first: Snapshot | None = None, *, exact: bool = False
+) -> Snapshot:
+    """``snap``, the snapshot the findings describe (the later of two, ``first`` being the
+    earlier), with what the optional probes add: the pages each changed relation's next
+    vacuum reads, from its visibility map where pg_visibility allows; how many of their pages
+    are in shared buffers, where pg_buffercache allows; with ``exact``, the bloat probe."""
+    if first is None:
+        snap = with_buffercache(session, with_visibility(session, snap))
+    else:
+        snap = with_buffercache(session, with_visibility(session, snap, first), first)
+    return with_exact(session, snap) if exact else snap
 
 
 def collect_two(
