@@ -72,7 +72,7 @@ def test_two_halves_give_the_tables_asked_whole(
         parts = [
             {
                 row[columns.index("name")]
-                for columns, _types, rows in session.chunks(
+                for columns, rows in session.chunks(
                     text, {"measure": True, "parts": 2, "part": part}, size=1000
                 )
                 for row in rows

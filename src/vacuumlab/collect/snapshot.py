@@ -22,6 +22,7 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, VersionTooOld, first_line, records_of
+from vacuumlab.records.shared import one_fields_set
 from vacuumlab.records import snapshot as m
 
 
@@ -185,8 +186,8 @@ def _stream(
 ) -> None:
     """Half ``part`` of ``parts`` (0 of 1: the whole question) into ``into``."""
     params = {**params, "parts": parts, "part": part}
-    for names, oids, rows in session.chunks(text, params, size=CHUNK_ROWS, binary=True):
-        into.add(names, rows, oids)
+    for names, rows in session.chunks(text, params, size=CHUNK_ROWS, binary=True):
+        into.add(names, rows)
 
 
 def _in_halves(
@@ -255,7 +256,7 @@ class TableRows:
         #: Tables whose TOAST row came after their heap's.
         self.late: list[int] = []
 
-    def add(self, names: list[str], rows: list[tuple[Any, ...]], oids: list[int]) -> None:
+    def add(self, names: list[str], rows: list[tuple[Any, ...]]) -> None:
         toast_of, heap_bytes, index_bytes, toast_bytes = (
             names.index(name) for name in ("toast_of", "heap_bytes", "index_bytes", "toast_bytes")
         )
@@ -271,9 +272,9 @@ class TableRows:
                     row = (*row[:toast_bytes], size, *row[toast_bytes + 1 :])
             filled.append(row)
         if self.kept is not None:
-            made = self.kept.relations(names, filled, oids)
+            made = self.kept.relations(names, filled)
         else:
-            made = records_of(m.Relation, names, filled, oids)
+            made = records_of(m.Relation, names, filled)
         toasts, heaps, found = self.toasts, self.heaps, self.tables
         for rel in made:
             if rel.toast_of is not None:
@@ -289,7 +290,7 @@ class TableRows:
             at = self.heaps[oid]
             heap = _replaced(self.tables[at].heap, toast_bytes=self.toast_bytes[oid])
             self.tables[at] = m.Table(heap=heap, toast=self.toasts[oid])
-        return self.tables
+        return one_fields_set(self.tables)  # 21 MB at 100,000 tables
 
 
 #: The tables query's last columns: they move with every transaction anywhere (age()), so a
@@ -316,9 +317,7 @@ class Kept:
     def begin(self) -> None:
         self._next = {}
 
-    def relations(
-        self, names: list[str], rows: list[tuple[Any, ...]], oids: list[int]
-    ) -> list[m.Relation]:
+    def relations(self, names: list[str], rows: list[tuple[Any, ...]]) -> list[m.Relation]:
         if tuple(names[-len(AGES) :]) != AGES or names[0] != "oid":
             raise VacuumlabError("internal: the tables query must start with oid, end in ages")
         cut = len(names) - len(AGES)
@@ -335,7 +334,7 @@ class Kept:
             if (rel.frozenxid_age, rel.minmxid_age) != row[cut:]:
                 rel = _replaced(rel, frozenxid_age=row[cut], minmxid_age=row[cut + 1])
             found.append(rel)
-        made = records_of(m.Relation, names, [rows[i] for i in fresh], oids)
+        made = records_of(m.Relation, names, [rows[i] for i in fresh])
         for i, rel in zip(fresh, made, strict=True):
             found[i] = rel
         done = [rel for rel in found if rel is not None]
