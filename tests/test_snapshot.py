@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -426,7 +427,7 @@ def test_json_round_trip_is_exact(database: str) -> None:
     build_scenario(database)
     snap = snapshot_of(database)
     assert parse_snapshot(snap.model_dump(mode="json"), "memory") == snap
-    assert Snapshot.model_validate_json(snap.dump_json()) == snap
+    assert parse_snapshot(json.loads(snap.dump_json()), "file") == snap  # schema 2: columns
 
 
 def test_relations_and_tables_share_one_set_of_their_fields(database: str) -> None:

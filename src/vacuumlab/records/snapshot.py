@@ -22,9 +22,8 @@ from pydantic import (
 )
 
 from vacuumlab.errors import VacuumlabError
+from vacuumlab.records.snapshot_file import SCHEMA_VERSION, dumps, expanded
 
-#: Bumped whenever a field is removed or changes meaning; adding an optional field is not.
-SCHEMA_VERSION = 1
 KIND: Final = "vacuumlab.snapshot"
 
 
@@ -445,7 +444,7 @@ class Snapshot(Record):
         return next((s for s in self.settings if s.name == name), None)
 
     def dump_json(self) -> str:
-        return self.model_dump_json(indent=2)
+        return dumps(self, self.tables)
 
 
 def read_json(path: Path, what: str) -> object:
@@ -477,6 +476,7 @@ def load_snapshot(path: Path) -> Snapshot:
 
 
 def parse_snapshot(raw: object, origin: str) -> Snapshot:
+    raw = expanded(raw, origin, Snapshot)  # schema 2's columns as records, 1 as it is
     return parse_versioned(raw, origin, Snapshot, (KIND, SCHEMA_VERSION), "snapshot")
 
 
