@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from vacuumlab.advise import advise, simulated
+from vacuumlab.advise.context import Context
 from vacuumlab.records.snapshot import Snapshot, parse_snapshot
 
 PAIR = Path(__file__).parent / "data" / "advise_pair.json.gz"
@@ -105,6 +106,9 @@ def test_quiet_relations_change_no_finding_at_10000_tables(
     kept = {row["relation"] for row in fast["tables"]}
     left_out = [row for row in whole["tables"] if row["relation"] not in kept]
     assert fast["quiet"] == len(left_out) > relations / 2  # most are idle, as in a fleet
+    # Most of them were set aside before any question read them (advise/idle.py).
+    assert Context(*given).idle > relations / 2
+    assert Context(*given, every=True).idle == 0
     assert all(_quiet_row(row) for row in left_out)
     # The rows kept are the whole table's rows that are not quiet, in its order.
     assert fast["tables"] == [row for row in whole["tables"] if row["relation"] in kept]
@@ -127,3 +131,75 @@ def test_what_ifs_stop_at_their_cap_and_say_so(
     assert done == runnable[:1]
     note = next(n for n in capped.notes if n.probe == "simulation")
     assert note.reason.startswith(f"{len(runnable) - 1:,} recommendation")
+
+
+IDLE = {
+    "n_dead_tup": 0, "n_ins_since_vacuum": 0, "n_mod_since_analyze": 0, "n_tup_ins": 5_000,
+    "n_tup_upd": 0, "n_tup_hot_upd": 0, "n_tup_newpage_upd": 0, "n_tup_del": 0,
+    "n_live_tup": 5_000, "reltuples": 5_000.0, "relpages": 40, "relallvisible": 40,
+    "heap_bytes": 40 * 8192, "toast_bytes": 8192, "frozenxid_age": 1_000, "minmxid_age": 0,
+    "reloptions": {}, "last_vacuum": "2026-11-28T10:00:00Z", "vacuum_count": 1,
+}  # fmt: skip
+#: One table per reason to keep a table: only that field changed from IDLE, each enough for a
+#: finding of some question. (heap fields, TOAST fields)
+ONE_REASON: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "dead": ({"n_dead_tup": 200_000}, {}),
+    "inserted": ({"n_ins_since_vacuum": 200_000}, {}),
+    "modified": ({"n_mod_since_analyze": 200_000}, {}),
+    "updates": ({"n_tup_upd": 100_000, "n_tup_hot_upd": 0}, {}),
+    "deletes": ({"n_tup_ins": 500_000, "n_tup_del": 495_000}, {}),
+    "xid_age": ({"frozenxid_age": 180_000_000}, {}),
+    "toast_age": ({}, {"frozenxid_age": 60_000_000}),
+    "toast_dead": ({}, {"n_dead_tup": 200_000}),
+    "toast_bytes": ({"toast_bytes": 50 << 20}, {}),
+    "options": ({}, {"reloptions": {"autovacuum_enabled": "off"}}),
+}
+
+
+def _one_reason_each(raw: dict[str, Any]) -> dict[str, Any]:
+    """The later snapshot with an idle table and one table per entry of ONE_REASON."""
+    template = raw["later"]["tables"][0]
+    tables = []
+    for n, (name, (heap, toast)) in enumerate([("idle", ({}, {})), *ONE_REASON.items()]):
+        oid = 900_000 + 10 * n
+        table = {
+            "heap": {**template["heap"], **IDLE, **heap, "oid": oid, "name": name},
+            "toast": {
+                **template["toast"], **IDLE, "toast_bytes": None, **toast,
+                "oid": oid + 1, "toast_of": oid, "name": f"pg_toast_{oid}",
+            },
+        }  # fmt: skip
+        tables.append(table)
+    return {**raw["later"], "tables": tables}
+
+
+def test_each_reason_to_keep_a_table_keeps_its_finding() -> None:
+    """Every condition of the pass, alone on a table, keeps that table's findings: a pass
+    that dropped one of them would lose a finding here."""
+    raw = json.loads(gzip.decompress(PAIR.read_bytes()))
+    snap = parse_snapshot(_one_reason_each(raw), "one reason each")
+    fast, whole = advise(snap), advise(snap, every=True)
+    assert [f.model_dump() for f in fast.findings] == [f.model_dump() for f in whole.findings]
+    named = {(f.relation or "").split(".")[-1].removesuffix(" (TOAST)") for f in fast.findings}
+    assert named >= set(ONE_REASON), set(ONE_REASON) - named
+    assert "idle" not in named
+    assert Context(snap).idle == 2  # the idle table's heap and TOAST relation
+
+
+def test_a_table_that_moved_over_the_interval_is_kept() -> None:
+    """Idle now, but inserted into and vacuumed between the two snapshots: its rates give a
+    finding, so the pass keeps it."""
+    raw = json.loads(gzip.decompress(PAIR.read_bytes()))
+    later = _one_reason_each(raw)
+    later["tables"] = later["tables"][:1]  # the idle table alone
+    moved = {**later["tables"][0]["heap"], "oid": 800_000, "name": "moved", "n_tup_ins": 305_000}
+    moved["vacuum_count"] = 2
+    later["tables"].append({"heap": moved, "toast": None})
+    first = json.loads(json.dumps(later))
+    first["taken_at"] = raw["first"]["taken_at"]
+    first["tables"][1]["heap"].update(n_tup_ins=5_000, vacuum_count=1)
+    given = (parse_snapshot(first, "first"), parse_snapshot(later, "later"))
+    fast, whole = advise(*given), advise(*given, every=True)
+    assert [f.model_dump() for f in fast.findings] == [f.model_dump() for f in whole.findings]
+    assert any(f.relation == "public.moved" for f in fast.findings)
+    assert Context(*given).idle == 2

@@ -35,10 +35,10 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None, *, every: bool = F
     measured where the later (or only) one carries ``--exact`` figures. The status table
     counts the quiet relations rather than list them, unless ``every``."""
     with collector_paused():
-        return _advise(Context(snapshot, later), every)
+        return _advise(Context(snapshot, later, every=every))
 
 
-def _advise(ctx: Context, every: bool = False) -> Advice:
+def _advise(ctx: Context) -> Advice:
     findings: list[Finding] = []
     for _name, question in questions():
         findings.extend(question(ctx))
@@ -47,7 +47,7 @@ def _advise(ctx: Context, every: bool = False) -> Advice:
         key=lambda f: (order[f.severity], -max((r.impact for r in f.recommendations), default=0))
     )
     findings = simulated.annotate(ctx, without_moot(once_per_setting(findings)))
-    tables, quiet = table_statuses(ctx, every=every)
+    tables, quiet = table_statuses(ctx, every=ctx.every)
     notes = list(ctx.now.notes)
     if skipped := simulated.unsimulated(ctx, findings):
         notes.append(

@@ -9,6 +9,7 @@ from functools import cached_property
 
 from psycopg import sql
 
+from vacuumlab.advise import idle
 from vacuumlab.model import balance, forcing
 from vacuumlab.model.knobs import knob
 from vacuumlab.model.thresholds import (
@@ -36,6 +37,8 @@ class Context:
     later: Snapshot | None = None
     #: Results computed once per advice and shared by the questions (estimates, cost settings).
     memo: dict[str, object] = field(default_factory=dict)
+    #: Every table goes to the questions, the idle ones too (advise/idle.py sets them aside).
+    every: bool = False
 
     @property
     def now(self) -> Snapshot:
@@ -79,9 +82,23 @@ class Context:
             return default
 
     @cached_property
+    def _in_play(self) -> tuple[list[Table], int]:
+        if self.every:
+            return self.now.tables, 0
+        probed = self.exact.keys() | self.scanned.keys() | self.cached.keys()
+        earlier = self._first_by_oid if self.later is not None else None
+        limits = forcing.freeze_limits(self.settings, {})
+        return idle.in_play(self.now, earlier, limits, probed)
+
+    @property
+    def idle(self) -> int:
+        """Relations set aside before the questions: nothing in them can give a finding."""
+        return self._in_play[1]
+
+    @cached_property
     def thresholds(self) -> list[Thresholds]:
         recovery = self.now.server.in_recovery
-        return of_tables(self.now.tables, self.settings, self.version, in_recovery=recovery)
+        return of_tables(self.tables(), self.settings, self.version, in_recovery=recovery)
 
     @cached_property
     def thresholds_by_oid(self) -> dict[int, Thresholds]:
@@ -91,13 +108,13 @@ class Context:
     @cached_property
     def owners(self) -> dict[int, Relation]:
         """Each TOAST relation's table (its heap) under the TOAST relation's oid."""
-        return {t.toast.oid: t.heap for t in self.now.tables if t.toast is not None}
+        return {t.toast.oid: t.heap for t in self.tables() if t.toast is not None}
 
     @cached_property
     def tables_by_oid(self) -> dict[int, Table]:
         """Each table under the oid of its heap and of its TOAST relation."""
         found: dict[int, Table] = {}
-        for table in self.now.tables:
+        for table in self.tables():
             found[table.heap.oid] = table
             if table.toast is not None:
                 found[table.toast.oid] = table
@@ -109,7 +126,7 @@ class Context:
         formatted once: the status rows, the thresholds and the estimates all name every
         relation."""
         found: dict[int, str] = {}
-        for table in self.now.tables:
+        for table in self.tables():
             heap = table.heap
             found[heap.oid] = heap.qualified_name  # label() of a heap
             if table.toast is not None:
@@ -158,7 +175,9 @@ class Context:
         return balance.balanced_workers(self.now.vacuums, own, self.now.workers)
 
     def tables(self) -> Iterator[Table]:
-        yield from self.now.tables
+        """The tables the questions read: those some question may speak of (advise/idle.py),
+        or every one with ``every``."""
+        yield from self._in_play[0]
 
     def earlier(self, relation: Relation) -> Relation | None:
         """The same relation in the first snapshot, for rates (None without --interval)."""

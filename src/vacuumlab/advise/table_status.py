@@ -71,4 +71,4 @@ def table_statuses(ctx: Context, *, every: bool = False) -> tuple[list[TableStat
     # Most progress first, ordered before validation with a key read in C; a stable sort in
     # reverse keeps equal rows in their order, as sorting on the negated progress did.
     rows.sort(key=_PROGRESS, reverse=True)
-    return one_fields_set(_STATUSES.validate_python(rows)), len(still)
+    return one_fields_set(_STATUSES.validate_python(rows)), len(still) + ctx.idle
