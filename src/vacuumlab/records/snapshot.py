@@ -7,7 +7,6 @@ snapshot round-trips through JSON (:meth:`Snapshot.dump_json`, :func:`load_snaps
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal, TypeVar
@@ -20,6 +19,7 @@ from pydantic import (
     field_serializer,
     field_validator,
 )
+from pydantic_core import from_json
 
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.snapshot_file import SCHEMA_VERSION, dumps, expanded
@@ -448,12 +448,12 @@ class Snapshot(Record):
 
 
 def read_json(path: Path, what: str) -> object:
-    """A saved file's JSON, with a one-line error naming ``what`` it should have been."""
+    """A saved file's JSON, read by pydantic's parser, or one line saying it is not ``what``."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return from_json(path.read_bytes())
     except OSError as exc:
         raise VacuumlabError(f"cannot read {path}: {exc.strerror}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except ValueError:  # not JSON, or not UTF-8
         raise VacuumlabError(f"{path} is not {what} (not JSON)") from None
 
 
