@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from vacuumlab.advise import advise, simulated
-from vacuumlab.advise.context import Context
+from vacuumlab.advise import advise, context, simulated
 from vacuumlab.records.snapshot import Snapshot, parse_snapshot
 
 PAIR = Path(__file__).parent / "data" / "advise_pair.json.gz"
@@ -107,8 +106,8 @@ def test_quiet_relations_change_no_finding_at_10000_tables(
     left_out = [row for row in whole["tables"] if row["relation"] not in kept]
     assert fast["quiet"] == len(left_out) > relations / 2  # most are idle, as in a fleet
     # Most of them were set aside before any question read them (advise/idle.py).
-    assert Context(*given).idle > relations / 2
-    assert Context(*given, every=True).idle == 0
+    assert context(*given).idle > relations / 2
+    assert context(*given, every=True).idle == 0
     assert all(_quiet_row(row) for row in left_out)
     # The rows kept are the whole table's rows that are not quiet, in its order.
     assert fast["tables"] == [row for row in whole["tables"] if row["relation"] in kept]
@@ -183,7 +182,7 @@ def test_each_reason_to_keep_a_table_keeps_its_finding() -> None:
     named = {(f.relation or "").split(".")[-1].removesuffix(" (TOAST)") for f in fast.findings}
     assert named >= set(ONE_REASON), set(ONE_REASON) - named
     assert "idle" not in named
-    assert Context(snap).idle == 2  # the idle table's heap and TOAST relation
+    assert context(snap).idle == 2  # the idle table's heap and TOAST relation
 
 
 def test_a_table_that_moved_over_the_interval_is_kept() -> None:
@@ -202,4 +201,4 @@ def test_a_table_that_moved_over_the_interval_is_kept() -> None:
     fast, whole = advise(*given), advise(*given, every=True)
     assert [f.model_dump() for f in fast.findings] == [f.model_dump() for f in whole.findings]
     assert any(f.relation == "public.moved" for f in fast.findings)
-    assert Context(*given).idle == 2
+    assert context(*given).idle == 2

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import cast
 
 from vacuumlab import __version__
-from vacuumlab.advise import partitions, simulated
+from vacuumlab.advise import idle, partitions, simulated
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.table_status import table_statuses
 from vacuumlab.memory import collector_paused
@@ -35,10 +35,18 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None, *, every: bool = F
     measured where the later (or only) one carries ``--exact`` figures. The status table
     counts the quiet relations rather than list them, unless ``every``."""
     with collector_paused():
-        return _advise(Context(snapshot, later, every=every))
+        return _advise(context(snapshot, later, every=every), every=every)
 
 
-def _advise(ctx: Context) -> Advice:
+def context(snapshot: Snapshot, later: Snapshot | None = None, *, every: bool = False) -> Context:
+    """The questions' context, the idle tables set aside (advise/idle.py) unless ``every``."""
+    ctx = Context(snapshot, later)
+    if not every:
+        idle.set_aside(ctx)
+    return ctx
+
+
+def _advise(ctx: Context, *, every: bool = False) -> Advice:
     findings: list[Finding] = []
     for _name, question in questions():
         findings.extend(question(ctx))
@@ -47,7 +55,7 @@ def _advise(ctx: Context) -> Advice:
         key=lambda f: (order[f.severity], -max((r.impact for r in f.recommendations), default=0))
     )
     findings = simulated.annotate(ctx, without_moot(once_per_setting(findings)))
-    tables, quiet = table_statuses(ctx, every=ctx.every)
+    tables, quiet = table_statuses(ctx, every=every)
     notes = list(ctx.now.notes)
     if skipped := simulated.unsimulated(ctx, findings):
         notes.append(

@@ -9,7 +9,6 @@ from functools import cached_property
 
 from psycopg import sql
 
-from vacuumlab.advise import idle
 from vacuumlab.model import balance, forcing
 from vacuumlab.model.knobs import knob
 from vacuumlab.model.thresholds import (
@@ -37,8 +36,9 @@ class Context:
     later: Snapshot | None = None
     #: Results computed once per advice and shared by the questions (estimates, cost settings).
     memo: dict[str, object] = field(default_factory=dict)
-    #: Every table goes to the questions, the idle ones too (advise/idle.py sets them aside).
-    every: bool = False
+    #: The tables the questions read and the relations set aside as idle (advise/idle.py,
+    #: :meth:`set_aside`); every table until then.
+    _in_play: tuple[list[Table], int] | None = field(default=None, init=False, repr=False)
 
     @property
     def now(self) -> Snapshot:
@@ -81,19 +81,22 @@ class Context:
         except (KeyError, ValueError):
             return default
 
-    @cached_property
-    def _in_play(self) -> tuple[list[Table], int]:
-        if self.every:
-            return self.now.tables, 0
-        probed = self.exact.keys() | self.scanned.keys() | self.cached.keys()
-        earlier = self._first_by_oid if self.later is not None else None
-        limits = forcing.freeze_limits(self.settings, {})
-        return idle.in_play(self.now, earlier, limits, probed)
+    def set_aside(self, kept: list[Table], idle: int) -> None:
+        """The questions read ``kept`` alone; ``idle`` relations were set aside. Before any
+        question runs: what they computed on every table would stay."""
+        if self.memo or "thresholds" in self.__dict__:
+            raise RuntimeError("set_aside() comes before the questions")
+        self._in_play = (kept, idle)
 
     @property
     def idle(self) -> int:
         """Relations set aside before the questions: nothing in them can give a finding."""
-        return self._in_play[1]
+        return 0 if self._in_play is None else self._in_play[1]
+
+    @property
+    def earlier_by_oid(self) -> dict[int, Relation] | None:
+        """The first snapshot's relations by oid, with two snapshots."""
+        return self._first_by_oid if self.later is not None else None
 
     @cached_property
     def thresholds(self) -> list[Thresholds]:
@@ -175,9 +178,9 @@ class Context:
         return balance.balanced_workers(self.now.vacuums, own, self.now.workers)
 
     def tables(self) -> Iterator[Table]:
-        """The tables the questions read: those some question may speak of (advise/idle.py),
-        or every one with ``every``."""
-        yield from self._in_play[0]
+        """The tables the questions read: every one, or those some question may speak of once
+        the idle ones are set aside (:meth:`set_aside`)."""
+        yield from self.now.tables if self._in_play is None else self._in_play[0]
 
     def earlier(self, relation: Relation) -> Relation | None:
         """The same relation in the first snapshot, for rates (None without --interval)."""

@@ -29,6 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from vacuumlab.advise import hot, toast
+from vacuumlab.advise import thresholds as threshold_question
+from vacuumlab.advise.context import Context
+from vacuumlab.model import forcing
 from vacuumlab.model import rates as rates_model
 from vacuumlab.model.forcing import FreezeLimits
 from vacuumlab.records.snapshot import Relation, Snapshot, Table
@@ -36,6 +40,13 @@ from vacuumlab.records.snapshot import Relation, Snapshot, Table
 #: Ages below this share of the server's freeze limits give no finding: under the TOAST
 #: question's 25 % (toast.OLDER_SHARE) and wraparound's 75 %.
 AGE_SHARE = 0.2
+
+
+def set_aside(ctx: Context) -> None:
+    """Set the idle tables of ``ctx`` aside (:meth:`Context.set_aside`)."""
+    probed = ctx.exact.keys() | ctx.scanned.keys() | ctx.cached.keys()
+    limits = forcing.freeze_limits(ctx.settings, {})
+    ctx.set_aside(*in_play(ctx.now, ctx.earlier_by_oid, limits, probed))
 
 
 def in_play(
@@ -48,11 +59,6 @@ def in_play(
     relations left out. ``earlier``: the first snapshot's relations by oid (an interval);
     ``limits``: the server's freeze limits; ``probed``: relations with a probe's figures or a
     vacuum on them now."""
-    # The questions' own figures, read at the call: their modules import the context, which
-    # imports this one.
-    from vacuumlab.advise import hot, toast
-    from vacuumlab.advise import thresholds as threshold_question
-
     keep = set(probed)
     keep.update(v.relid for v in now.vacuums)
     keep.update(w.relid for w in now.workers or () if w.relid is not None)

@@ -22,8 +22,8 @@ from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
 from vacuumlab.pg import queries
 from vacuumlab.pg.connect import Session, VersionTooOld, first_line, records_of
-from vacuumlab.records.shared import one_fields_set
 from vacuumlab.records import snapshot as m
+from vacuumlab.records.shared import one_fields_set
 
 
 @dataclass(frozen=True, slots=True)
