@@ -12,12 +12,17 @@ that finding is kept once, for the server, from the freshest snapshot; each tabl
 wraparound findings stay with its database. So is any other finding about no relation that
 every database's advice gives word for word, when there are two databases or more (a hint to
 advise with an interval, say): the server's, said once.
+
+With two snapshots of each database, every database's relations are also simulated together
+(:mod:`vacuumlab.advise.cluster_workers`): the worker slots are the server's, and the relations
+of a database that wait for slots other databases' workers hold are a finding for the server;
+that database's own workers finding, which simulates it alone, points to it.
 """
 
 from __future__ import annotations
 
 from vacuumlab import __version__
-from vacuumlab.advise import advise
+from vacuumlab.advise import advise, cluster_workers
 from vacuumlab.advise.wraparound import is_cluster
 from vacuumlab.records.advice import Advice, Finding
 from vacuumlab.records.all_databases import AllDatabasesAdvice, AllDatabasesSnapshot
@@ -32,9 +37,11 @@ def advise_all(
     first = snapshots.by_database()
     second = later.by_database() if later is not None else {}
     advised: list[tuple[Snapshot, Advice]] = []
+    pairs: dict[str, tuple[Snapshot, Snapshot]] = {}
     for name in sorted(first.keys() | second.keys()):
         earlier, now = first.get(name), second.get(name)
         if earlier is not None and now is not None:
+            pairs[name] = (earlier, now)
             advised.append((now, advise(earlier, now)))
         else:
             only = now or earlier
@@ -45,11 +52,19 @@ def advise_all(
         notes += [n for n in later.notes if n not in notes]
     server_wide = _server_wide(advised)
     lifted = _everywhere([advice for _, advice in advised])
+    databases = [_without(advice, lifted) for _, advice in advised]
+    slots = cluster_workers.findings(pairs, {a.server.database: a for a in databases})
+    pointed = {str(f.evidence["database"]): f for f in slots}
     return AllDatabasesAdvice(
         vacuumlab_version=__version__,
         taken_at=snapshots.taken_at,
-        findings=server_wide + lifted,
-        databases=[_without(advice, lifted) for _, advice in advised],
+        findings=server_wide + slots + lifted,
+        databases=[
+            cluster_workers.with_pointer(a, pointed[a.server.database])
+            if a.server.database in pointed
+            else a
+            for a in databases
+        ],
         notes=notes,
     )
 

@@ -257,7 +257,7 @@ def _workers(ctx: Context) -> Finding:
         recommendations = [rec] if rec else []
         detail += note
     elif short:
-        rec, note = _more_workers(ctx, max_workers, len(waiting))
+        rec, note = more_workers(ctx, max_workers, len(waiting))
         recommendations = [rec] if rec else []
         detail += note
     return Finding(
@@ -380,7 +380,7 @@ def _workers_detail(waiting: list[str], free: int) -> str:
     return f"Waiting: {shown}. Every worker is busy: they wait for one to finish."
 
 
-def _more_workers(ctx: Context, current: int, waiting: int) -> tuple[Recommendation | None, str]:
+def more_workers(ctx: Context, current: int, waiting: int) -> tuple[Recommendation | None, str]:
     """A worker per waiting relation, at most twice as many as now, within
     autovacuum_worker_slots on 18+ (the slots reserved at server start)."""
     target = current + min(waiting, current)

@@ -22,9 +22,12 @@ from vacuumlab.model import thresholds as th
 from vacuumlab.model.cost import CostSettings
 from vacuumlab.model.pages import page_changes
 from vacuumlab.model.simulator import Launcher, Outcome, Subject, Tally, dead_after_vacuum, simulate
+from vacuumlab.model.simulator.records import ClusterDatabase
 from vacuumlab.records.simulation import RelationForecast, Simulation, WorkerTimeline
 from vacuumlab.records.snapshot import Database, Relation, Snapshot, Table
 
+#: What the simulation of one database takes as given of the others.
+_OTHERS = "other databases' workers take no time; analyze-only visits are not simulated"
 #: What the simulation takes as given; shown with every forecast.
 ASSUMPTIONS = (
     "rates stay as measured between the two snapshots",
@@ -32,10 +35,19 @@ ASSUMPTIONS = (
     "pages are in shared buffers; a vacuum reads and dirties each heap page that is not "
     "all-visible, and runs of fewer than 32 all-visible pages; inserts fill new pages at the "
     "end, updates and deletes reach pages at random unless the table is append-mostly",
-    "other databases' workers take no time; analyze-only visits are not simulated",
+    _OTHERS,
     "an aggressive vacuum brings relfrozenxid's age back to vacuum_freeze_min_age (the most "
     "it can be), and so does a normal one from PostgreSQL 15 unless it skips an all-visible "
     "page that is not all-frozen; before 18 no page is known to be all-frozen",
+)
+#: The same for every database of a server simulated together (advise --all-databases).
+CLUSTER_ASSUMPTIONS = tuple(
+    "every database read twice is simulated with its relations, one launcher, worker slots "
+    "and cost balance for them all; a database not read (a template, one the role may not "
+    "connect to) has nothing to vacuum; analyze-only visits are not simulated"
+    if assumption == _OTHERS
+    else assumption
+    for assumption in ASSUMPTIONS
 )
 _COST_DEFAULTS = {
     "vacuum_cost_page_hit": "1",
@@ -98,6 +110,20 @@ def inputs(before: Snapshot, after: Snapshot, changes: list[whatif.Change] | Non
     ]
     launcher = _launcher(before, after, server, version, base, seconds)
     return Inputs(subjects, launcher, seconds, build)
+
+
+def cluster_databases(given: Mapping[str, Inputs], listed: list[Database]) -> list[ClusterDatabase]:
+    """The databases of the launcher's round for simulate_cluster(): ``listed`` (a snapshot's
+    pg_database rows) that accept connections, each with its ages and, where ``given`` has
+    its inputs, its relations; one not read has none. Then any of ``given`` not listed."""
+    names = {d.name for d in listed}
+    found = [
+        ClusterDatabase(d.name, given[d.name].subjects if d.name in given else [],
+                        d.frozenxid_age, d.minmxid_age)
+        for d in listed
+        if d.allow_connections or d.name in given
+    ]  # fmt: skip
+    return found + [ClusterDatabase(n, i.subjects) for n, i in given.items() if n not in names]
 
 
 def forecast(
@@ -397,6 +423,11 @@ def _launcher(
         mxids_per_second=mxids,
         normal_advances=version >= 150000,
         prunes_during=version >= 140000,
+        # Read when several databases are simulated together (simulate_cluster()).
+        freeze_max_age=forcing.setting(server, "autovacuum_freeze_max_age"),
+        multixact_freeze_max_age=forcing.member_freeze_threshold(
+            forcing.setting(server, "autovacuum_multixact_freeze_max_age")
+        ),
     )
 
 

@@ -47,4 +47,6 @@ def _finding(finding: Finding) -> list[str]:
         blocks.append(md_table(("evidence", "value"), rows))
     for rec in finding.recommendations:
         blocks += [md_paragraph(rec.reason), "\n".join(md_fence(rec.sql.strip("\n")))]
+        if rec.simulated is not None:  # as one database's report shows it (report.advice.markdown)
+            blocks.append(f"Predicted: {md_text(rec.simulated)}")
     return blocks

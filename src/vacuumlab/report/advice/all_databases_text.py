@@ -45,7 +45,10 @@ def server_changes(advice: AllDatabasesAdvice) -> Table | None:
         "change", "why", title="What to change for the whole server", title_justify="left"
     )
     for rec in ranked:
-        table.add_row(Text(rec.sql, style="cyan"), Text(rec.reason))
+        why = Text(rec.reason)
+        if rec.simulated:  # as one database's changes show it (report.advice.text)
+            why.append(f"\npredicted: {rec.simulated}", style="cyan")
+        table.add_row(Text(rec.sql, style="cyan"), why)
     return table
 
 
