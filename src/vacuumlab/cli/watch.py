@@ -14,7 +14,7 @@ from vacuumlab.errors import VacuumlabError
 
 if TYPE_CHECKING:
     from vacuumlab.records.live import Refresh
-    from vacuumlab.watch.source import Source
+    from vacuumlab.watch.source import Refreshes
 
 DEFAULT_REFRESH_S = 2.0
 
@@ -34,6 +34,18 @@ def watch_command(
         ),
     ] = False,
     store_path: StoreOpt = None,
+    all_databases: Annotated[
+        bool,
+        typer.Option(
+            "--all-databases",
+            help="Watch every database of the server that accepts connections, read one "
+            "after another at each refresh: the queue ranks their relations together as "
+            "database:schema.table, and a database the role may not connect to is a note "
+            "line with its GRANT, e.g. vacuumlab watch postgresql://monitor@db/postgres "
+            "--all-databases [default: the DSN's database only].",
+            show_default=False,
+        ),
+    ] = False,
     data_dir: DataDir = None,
 ) -> None:
     """Watch autovacuum live, full screen, read-only: the vacuums running (phase, heap
@@ -41,16 +53,25 @@ def watch_command(
     autovacuum would take the tables (progress to threshold, dead tuples/s, predicted start),
     workers busy and the cost limit each gets, what holds vacuum back, and wraparound.
 
-    Each refresh asks a fixed number of statements in one read-only session; keys never add
-    any. Keys: s sort, / filter, p or space pause, Enter details, ? help, q quit.
+    Each refresh asks a fixed number of statements in one read-only session (per database
+    with --all-databases); keys never add any. Keys: s sort, / filter, p or space pause,
+    Enter details, ? help, q quit.
 
     Example: vacuumlab watch postgresql://monitor@db/app --refresh 5
+
+    Every database: vacuumlab watch postgresql://monitor@db/postgres --all-databases
     """
     if not math.isfinite(refresh) or refresh <= 0:
         raise VacuumlabError(f"--refresh takes a number of seconds above 0, not {refresh:g}")
+    if record and all_databases:
+        raise VacuumlabError(
+            "--record keeps one database's refreshes: watch each database on its own to record it"
+        )
+    from vacuumlab.watch.all_databases import ServerSource
     from vacuumlab.watch.source import Source
 
-    source = Source(dsn or sandbox_dsn(data_dir))
+    server = dsn or sandbox_dsn(data_dir)
+    source: Refreshes = ServerSource(server) if all_databases else Source(server)
     source.open()  # a wrong DSN, host or password: say so now, not in the full screen
     try:
         _terminal()
@@ -90,7 +111,7 @@ def _recorder(store_path: Path | None, every_s: float, dsn: str) -> Recorder:
     return Recorder.check(store_path or default_store(), every_s, redact(dsn))
 
 
-def _run(source: Source, every_s: float, recorder: Recorder | None) -> None:
+def _run(source: Refreshes, every_s: float, recorder: Recorder | None) -> None:
     from vacuumlab.tui import watch
 
     def fetch() -> Refresh:

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from vacuumlab import __version__
@@ -28,8 +27,9 @@ from vacuumlab.collect.exact import with_exact
 from vacuumlab.collect.snapshot import collect
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.lab.advice import TIMEOUTS, probed
-from vacuumlab.pg.connect import Session, connect, redact
-from vacuumlab.records.all_databases import AllDatabasesAdvice, AllDatabasesSnapshot, DatabaseName
+from vacuumlab.pg.connect import Session, connect
+from vacuumlab.pg.databases import connectable, failure, refused
+from vacuumlab.records.all_databases import AllDatabasesAdvice, AllDatabasesSnapshot
 from vacuumlab.records.snapshot import ProbeNote, Snapshot
 from vacuumlab.studies.base import Progress, Silent
 
@@ -106,8 +106,7 @@ def databases(dsn: str, application_name: str) -> tuple[list[str], str]:
     """The names of the databases that accept connections, and the role's name, read on a
     session to the DSN's own database (its failure is the command's)."""
     with connect(dsn, timeouts=TIMEOUTS, application_name=application_name) as session:
-        rows = session.fetch("connectable_databases", DatabaseName)
-        return [row.name for row in rows], session.info.user
+        return connectable(session), session.info.user
 
 
 @dataclass
@@ -165,7 +164,7 @@ def _visit(
     try:
         session = connect(conninfo, timeouts=TIMEOUTS, application_name=application_name)
     except VacuumlabError as exc:
-        return refused(name, user, str(exc).removeprefix(f"cannot connect to {redact(conninfo)}: "))
+        return refused(name, user, failure(conninfo, str(exc)))
     with session:
         try:
             return work(session)
@@ -173,25 +172,3 @@ def _visit(
             # A session lost halfway (the database dropped with FORCE, say): this database's
             # problem, not the others'.
             return ProbeNote(probe="snapshot", reason=f"cannot read database {name}: {exc}")
-
-
-def refused(name: str, user: str, message: str) -> ProbeNote:
-    """The note for a database whose connection failed, from libpq's message (``connection
-    failed: … FATAL: reason DETAIL: …``): the server's reason, and the fix where there is
-    one."""
-    reason = message.split("FATAL:", 1)[-1].split(" DETAIL:", 1)[0].strip()
-    fix = None
-    if "permission denied for database" in reason:
-        fix = (
-            sql.SQL("GRANT CONNECT ON DATABASE {} TO {};")
-            .format(sql.Identifier(name), sql.Identifier(user))
-            .as_string()
-        )
-    elif "too many connections" in reason or "connection limit" in reason:
-        fix = (
-            "the database's CONNECTION LIMIT or the server's max_connections is reached: try "
-            "again later, or raise the limit"
-        )
-    return ProbeNote(
-        probe="connect", reason=f"cannot connect to database {name}: {reason}", fix=fix
-    )

@@ -6,7 +6,8 @@ terminal view and the Prometheus exporter draw only from it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final, Literal
 
@@ -75,10 +76,17 @@ class TableLive(Record):
         default=None, description="seconds to the next vacuum the simulator predicts; 0 running"
     )
     last_vacuum_s: float | None = Field(default=None, description="the last vacuum's length")
+    database: str | None = Field(
+        default=None, description="its database, in a view of several (--all-databases)"
+    )
 
     @property
     def label(self) -> str:
+        """``schema.table``, ``database:schema.table`` in a view of several databases;
+        `` (TOAST)`` after it for a TOAST relation."""
         name = f"{self.schema_name}.{self.table}"
+        if self.database is not None:
+            name = f"{self.database}:{name}"
         return f"{name} (TOAST)" if self.is_toast else name
 
     @property
@@ -140,6 +148,19 @@ class PastThreshold(Record):
     )
 
 
+class DatabaseLive(Record):
+    """One database's counts in a view of several (``--all-databases``): what a view of that
+    database alone says in its ``relations``, ``due``, ``dead_tuples``, ``past_threshold`` and
+    ``wraparound`` (its own oldest relation of each counter)."""
+
+    database: str
+    relations: int = 0
+    due: int = 0
+    dead_tuples: int = 0
+    past_threshold: PastThreshold = Field(default_factory=PastThreshold)
+    wraparound: list[Wraparound] = Field(default_factory=list)
+
+
 class LiveView(Record):
     """One refresh: every relation in queue order, and the rest of the picture."""
 
@@ -165,6 +186,29 @@ class LiveView(Record):
     holders: list[Holder] = Field(default_factory=list, description="oldest first")
     wraparound: list[Wraparound] = Field(default_factory=list)
     notes: list[ProbeNote] = Field(default_factory=list)
+    databases: list[DatabaseLive] = Field(
+        default_factory=list,
+        description="--all-databases: each database read, in name order; empty for one database",
+    )
+    unread: dict[str, ProbeNote] = Field(
+        default_factory=dict,
+        description="--all-databases: the databases listed but not read, each with why",
+    )
+
+    def by_database(self) -> list[DatabaseLive]:
+        """Each database's counts: those of ``databases``, or of the one database read."""
+        if self.databases:
+            return self.databases
+        return [
+            DatabaseLive(
+                database=self.database,
+                relations=self.relations,
+                due=self.due,
+                dead_tuples=self.dead_tuples,
+                past_threshold=self.past_threshold,
+                wraparound=self.wraparound,
+            )
+        ]
 
     def queue(self, limit: int | None = None) -> list[TableLive]:
         """The relations nearest autovacuum, first ``limit`` of them."""
@@ -187,3 +231,9 @@ class Refresh:
     seconds: float
     statements: int
     snapshot: Snapshot | None = None
+    #: --all-databases: each database's snapshot by name (``snapshot`` is then None).
+    snapshots: Mapping[str, Snapshot] = field(default_factory=dict)
+
+    def snapshot_of(self, database: str | None) -> Snapshot | None:
+        """The snapshot a row of ``database`` came from (None: the one database's)."""
+        return self.snapshot if database is None else self.snapshots.get(database)

@@ -1,6 +1,7 @@
 """The full-screen view of ``vacuumlab watch``, on Textual, after pg_activity and htop: a
-status line, a banner while the server cannot be read, the workers, the running vacuums, the
-queue, and side by side what holds vacuum back and how far wraparound is.
+status line, a banner while the server cannot be read, a line for each database not read
+(``--all-databases``), the workers, the running vacuums, the queue, and side by side what
+holds vacuum back and how far wraparound is.
 
 One background thread (tui/refresher.py) takes a refresh every ``every_s`` seconds and posts
 it to the App; the screen draws only from the latest refresh's records (tui/rows.py), laid out
@@ -66,6 +67,7 @@ class WatchApp(App[None]):
     def compose(self) -> ComposeResult:
         yield Static(id="status")
         yield Static(id="banner")
+        yield Static(id="unread")
         yield Static(Text("waiting for the first refresh…"), id="summary")
         yield self._table("vacuums", rows.VACUUM_COLUMNS, "Running vacuums")
         yield self._table("queue", rows.QUEUE_COLUMNS, "Queue")
@@ -120,7 +122,7 @@ class WatchApp(App[None]):
             return
         self._fill("vacuums", [(str(v.pid), rows.vacuum_cells(v)) for v in self._vacuums(view)])
         shown, matched = rows.queue(view, self.query_state)
-        self._fill("queue", [(str(t.oid), rows.queue_cells(t, view)) for t in shown])
+        self._fill("queue", [(rows.row_key(t), rows.queue_cells(t, view)) for t in shown])
         self.query_one("#queue").border_title = rows.queue_title(
             len(shown), matched, view, self.query_state
         )
@@ -128,10 +130,11 @@ class WatchApp(App[None]):
         if keyed:
             return
         self.query_one("#summary", Static).update(rows.workers_line(view.workers))
+        self._unread(view)
         self._fill("holders", [(str(i), rows.holder_cells(h)) for i, h in enumerate(view.holders)])
         self._fill("wraparound", [(w.counter, rows.wrap_cells(w)) for w in view.wraparound])
         if isinstance(self.screen, DetailScreen):
-            lines = self._detail_lines(self.screen.oid)
+            lines = self._detail_lines(self.screen.key)
             if lines is not None:
                 self.screen.show(lines)
 
@@ -172,6 +175,13 @@ class WatchApp(App[None]):
                 query=self.query_state,
             )
         )
+
+    def _unread(self, view: LiveView) -> None:
+        """One line per database the view could not read, with the fix."""
+        unread = self.query_one("#unread", Static)
+        unread.display = bool(view.unread)
+        if view.unread:
+            unread.update(rows.unread_lines(view))
 
     def _banner(self) -> None:
         banner = self.query_one("#banner", Static)
@@ -224,7 +234,7 @@ class WatchApp(App[None]):
     @on(DataTable.RowSelected, "#queue")
     def _queue_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
-            self.open_detail(int(event.row_key.value))
+            self.open_detail(str(event.row_key.value))
 
     @on(DataTable.RowSelected, "#vacuums")
     def _vacuum_selected(self, event: DataTable.RowSelected) -> None:
@@ -235,26 +245,31 @@ class WatchApp(App[None]):
         vacuum = next((v for v in view.vacuums if str(v.pid) == pid), None)
         row = next((t for t in view.tables if t.label == vacuum.relation), None) if vacuum else None
         if row is not None:
-            self.open_detail(row.oid)
+            self.open_detail(rows.row_key(row))
 
-    def open_detail(self, oid: int) -> None:
-        lines = self._detail_lines(oid)
+    def open_detail(self, key: str) -> None:
+        """The details of the queue's row ``key`` (rows.row_key())."""
+        lines = self._detail_lines(key)
         if lines is not None:
-            self.push_screen(DetailScreen(oid, lines))
+            self.push_screen(DetailScreen(key, lines))
 
-    def _detail_lines(self, oid: int) -> list[Text] | None:
+    def _detail_lines(self, key: str) -> list[Text] | None:
         refresh, view = self.latest, self.view
-        if refresh is None or refresh.snapshot is None or view is None:
+        if refresh is None or view is None:
             return None
-        found = detail(refresh.snapshot, oid)
+        oid, database = rows.parse_row_key(key)
+        snapshot = refresh.snapshot_of(database)
+        found = None if snapshot is None else detail(snapshot, oid)
         if found is None:
             return None
-        return rows.detail_lines(found, table_row(view, oid), view)
+        if database is not None:
+            found = found.model_copy(update={"label": f"{database}:{found.label}"})
+        return rows.detail_lines(found, table_row(view, key), view)
 
 
-def table_row(view: LiveView, oid: int) -> TableLive | None:
-    """The relation ``oid`` in the view's queue."""
-    return next((t for t in view.tables if t.oid == oid), None)
+def table_row(view: LiveView, key: str) -> TableLive | None:
+    """The relation of row ``key`` in the view's queue."""
+    return next((t for t in view.tables if rows.row_key(t) == key), None)
 
 
 def watch(fetch: Fetch, *, every_s: float, on_exit: Callable[[], object] | None = None) -> None:

@@ -85,6 +85,18 @@ def queue(view: LiveView, query: Query, limit: int = QUEUE_ROWS) -> tuple[list[T
     return rows[:limit], len(rows)
 
 
+def row_key(t: TableLive) -> str:
+    """A queue row's key: its oid, and its database in a view of several (oids repeat from
+    one database to the next)."""
+    return str(t.oid) if t.database is None else f"{t.oid}@{t.database}"
+
+
+def parse_row_key(key: str) -> tuple[int, str | None]:
+    """The oid and the database (None: the one database) of a row's key."""
+    oid, at, database = key.partition("@")  # an oid has no @; a database name may
+    return int(oid), database if at else None
+
+
 def vacuums(view: LiveView, query: Query) -> list[RunningVacuum]:
     return [v for v in view.vacuums if query.matches(v.relation)] if query.text else view.vacuums
 
@@ -276,7 +288,7 @@ def status_line(
     text = Text("vacuumlab watch", style="bold")
     if view is not None:
         v = view.version_num
-        text.append(f" · {view.database} · PostgreSQL {v // 10000}.{v % 100}")
+        text.append(f" · {_databases(view)} · PostgreSQL {v // 10000}.{v % 100}")
         text.append(f" · {view.taken_at.astimezone():%H:%M:%S}")
     if seconds is not None and statements is not None:
         text.append(f" · refresh {seconds:.2f} s, {statements} statements")
@@ -286,6 +298,29 @@ def status_line(
         text.append(f" · filter: {query.text}", style="bold cyan")
     if paused:
         text.append("  PAUSED", style="bold reverse yellow")
+    return text
+
+
+def _databases(view: LiveView) -> str:
+    """The database watched, or how many (--all-databases)."""
+    if not view.databases and not view.unread:
+        return view.database
+    read = len(view.databases)
+    text = f"{read} database{'s' if read != 1 else ''}"
+    return text + (f" ({len(view.unread)} not read)" if view.unread else "")
+
+
+def unread_lines(view: LiveView) -> Text:
+    """A line per database not read (--all-databases): why, and the fix."""
+    text = Text()
+    for n, (name, note) in enumerate(view.unread.items()):
+        if n:
+            text.append("\n")
+        text.append(f"not read: {name}", style="bold yellow")
+        # The name once: the reason's "cannot connect to database NAME: " would repeat it.
+        text.append(f" · {note.reason.removeprefix(f'cannot connect to database {name}: ')}")
+        if note.fix:
+            text.append(f" · {note.fix}", style="cyan")
     return text
 
 
@@ -411,7 +446,8 @@ def _seconds(value: float | None) -> str:
 HELP: Final[Sequence[tuple[str, str]]] = (
     ("s", "sort the queue by the next column (autovacuum's order, progress, dead tuples, "
      "dead tuples/s, predicted start, name)"),
-    ("/", "filter by schema or table name (Enter keeps it, Esc clears it)"),
+    ("/", "filter by schema or table name, or database with --all-databases (Enter keeps it, "
+     "Esc clears it)"),
     ("p, space", "pause: no refresh, no statement, until pressed again"),
     ("Enter", "the selected table's details: thresholds, settings that apply, last vacuums"),
     ("Tab", "move between the panels"),

@@ -22,9 +22,9 @@ class DetailScreen(ModalScreen[None]):
         Binding("escape,enter,q", "app.pop_screen", "Close"),
     ]
 
-    def __init__(self, oid: int, lines: Sequence[Text]) -> None:
+    def __init__(self, key: str, lines: Sequence[Text]) -> None:
         super().__init__()
-        self.oid = oid
+        self.key = key  # the queue row's (rows.row_key())
         self.lines = lines
 
     def compose(self) -> ComposeResult:

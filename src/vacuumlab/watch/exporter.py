@@ -3,10 +3,11 @@ server that serves it (prometheus_client's WSGI app, over TLS and behind basic a
 web configuration says so: watch/webconfig.py).
 
 Each scrape takes one snapshot through the :class:`~vacuumlab.watch.source.Source` (one
-read-only session, reused, opened again after a lost connection) and turns the view into
-metric families (watch/metrics.py). A scrape that cannot read the server exports
-``vacuumlab_up 0`` and counts an error; the next scrape tries again. Scrapes arriving
-together are served one after the other: they share the session.
+read-only session, reused, opened again after a lost connection), or with ``--all-databases``
+one of each database in turn (watch/all_databases.py), and turns the view into metric
+families (watch/metrics.py). A scrape that cannot read the server exports ``vacuumlab_up 0``
+and counts an error; the next scrape tries again. Scrapes arriving together are served one
+after the other: they share the sessions.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from prometheus_client.core import Metric
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.records.live import Refresh
 from vacuumlab.watch.metrics import Scrape, families
-from vacuumlab.watch.source import Source
+from vacuumlab.watch.source import Refreshes
 from vacuumlab.watch.webconfig import WebConfig
 
 DEFAULT_PORT = 9187  # postgres_exporter's: where Prometheus users look for PostgreSQL metrics
@@ -41,7 +42,7 @@ class Collector:
     """Refreshes the source on each scrape and yields the metric families of the view."""
 
     def __init__(
-        self, source: Source, *, on_refresh: Callable[[Refresh], None] | None = None
+        self, source: Refreshes, *, on_refresh: Callable[[Refresh], None] | None = None
     ) -> None:
         self.source = source
         self.on_refresh = on_refresh

@@ -1,14 +1,19 @@
 """A refresh as Prometheus metric families, named as Prometheus asks: base units in the name
 (``_seconds``), ``_total`` on counters, help on every family, and labels from bounded sets.
 
-Per relation the labels are ``schema``, ``table`` and ``kind`` (``heap`` or ``toast``: a
-TOAST relation is vacuumed on its own thresholds); only the relations the view holds are
-exported, and the view holds those its :class:`~vacuumlab.watch.view.Pick` wants (some
-schemas, the first ``--max-tables`` in queue order), so the series stay bounded however many
-tables the database has. What the cap hides shows in totals over every relation: the dead
-tuples and the relations past each threshold (labelled with the database's name, so that
-several databases can stand side by side), and the oldest relation's xid and mxid ages
-(``wraparound_table_age``).
+Per relation the labels are ``database``, ``schema``, ``table`` and ``kind`` (``heap`` or
+``toast``: a TOAST relation is vacuumed on its own thresholds); only the relations the view
+holds are exported, and the view holds those its :class:`~vacuumlab.watch.view.Pick` wants
+(some schemas, the first ``--max-tables`` in queue order, across the server with
+``--all-databases``), so the series stay bounded however many tables there are. What the cap
+hides shows in totals over every relation, per database: the dead tuples, the relations past
+each threshold and the oldest relation's xid and mxid ages (``wraparound_table_age``).
+
+Every series about one database says which in its ``database`` label, with one database as
+with all of them (``--all-databases``), so one dashboard and one set of alerts serve both;
+``database_up`` says which databases were read (0: listed, but the role may not connect, say).
+What the server shares (workers, the cluster's wraparound ages, the horizon holders, the
+counts of relations) has no ``database`` label.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from vacuumlab.records.live import LiveView, TableLive, Wraparound
 
-TABLE_LABELS = ("schema", "table", "kind")
+TABLE_LABELS = ("database", "schema", "table", "kind")
 
 #: Per relation: name, help, value (None: no sample).
 TABLE_GAUGES: tuple[tuple[str, str, Callable[[TableLive], float | None]], ...] = (
@@ -85,13 +90,8 @@ def families(view: LiveView | None, scrape: Scrape) -> Iterator[Metric]:
     yield from _scrape(scrape)
     if view is None:
         return
-    yield _gauge(
-        "server_info",
-        "1, labelled with the database read and the server's version number.",
-        1,
-        {"database": view.database, "server_version_num": str(view.version_num)},
-    )
-    yield from _tables(view.tables)
+    yield from _databases(view)
+    yield from _tables(view.tables, view.database)
     yield from _relations(view)
     yield from _database(view)
     yield from _workers(view)
@@ -116,7 +116,8 @@ def _scrape(scrape: Scrape) -> Iterator[Metric]:
     )
     yield _gauge(
         "scrape_statements",
-        "Statements the scrape sent: constant, whatever the number of tables.",
+        "Statements the scrape sent: constant, whatever the number of tables (with "
+        "--all-databases, one to list the databases and as many for each database read).",
         scrape.statements,
     )
     errors = CounterMetricFamily(
@@ -126,8 +127,32 @@ def _scrape(scrape: Scrape) -> Iterator[Metric]:
     yield errors
 
 
-def _tables(chosen: list[TableLive]) -> Iterator[Metric]:
-    labelled = [(t, _labels(t)) for t in chosen]  # once, not once per family
+def _databases(view: LiveView) -> Iterator[Metric]:
+    """Which databases were read, and the server's version."""
+    info = GaugeMetricFamily(
+        "vacuumlab_server_info",
+        "1, labelled with each database read and the server's version number.",
+        labels=["database", "server_version_num"],
+    )
+    up = GaugeMetricFamily(
+        "vacuumlab_database_up",
+        "1 for each database the scrape read; 0 for one listed (--all-databases) that it "
+        "could not: the role may not connect to it (GRANT CONNECT), its connection limit, or "
+        "a read that failed. The exporter's stderr says why, once.",
+        labels=["database"],
+    )
+    for counts in view.by_database():
+        info.add_metric([counts.database, str(view.version_num)], 1)
+        up.add_metric([counts.database], 1)
+    for name in view.unread:
+        up.add_metric([name], 0)
+    yield info
+    yield up
+
+
+def _tables(chosen: list[TableLive], database: str) -> Iterator[Metric]:
+    """Per-table series; a row that names no database is of the view's one (``database``)."""
+    labelled = [(t, _labels(t, database)) for t in chosen]  # once, not once per family
     for name, documentation, value in TABLE_GAUGES:
         family = GaugeMetricFamily(f"vacuumlab_{name}", documentation, labels=TABLE_LABELS)
         for t, labels in labelled:
@@ -137,34 +162,42 @@ def _tables(chosen: list[TableLive]) -> Iterator[Metric]:
         yield family
 
 
-def _labels(t: TableLive) -> list[str]:
-    return [t.schema_name, t.table, "toast" if t.is_toast else "heap"]
+def _labels(t: TableLive, database: str) -> list[str]:
+    return [t.database or database, t.schema_name, t.table, "toast" if t.is_toast else "heap"]
 
 
 def _relations(view: LiveView) -> Iterator[Metric]:
-    yield _gauge("relations", "Heap and TOAST relations in the database.", view.relations)
+    yield _gauge(
+        "relations",
+        "Heap and TOAST relations in the database (in every database read, with --all-databases).",
+        view.relations,
+    )
     yield _gauge(
         "relations_exported",
-        "Relations exported with per-table series (--max-tables and --schema bound them).",
+        "Relations exported with per-table series (--max-tables and --schema bound them, "
+        "across the server with --all-databases).",
         len(view.tables),
     )
     yield _gauge(
         "relations_due",
-        "Relations autovacuum would vacuum now and no worker is vacuuming: the queue.",
+        "Relations autovacuum would vacuum now and no worker is vacuuming: the queue (of "
+        "every database read, with --all-databases).",
         view.due,
     )
 
 
 def _database(view: LiveView) -> Iterator[Metric]:
-    """Totals over every relation of the database, those without series of their own too."""
-    labels = {"database": view.database}
-    yield _gauge(
-        "database_dead_tuples",
+    """Totals over every relation of each database, those without series of their own too."""
+    every = view.by_database()
+    dead = GaugeMetricFamily(
+        "vacuumlab_database_dead_tuples",
         "Dead tuples (n_dead_tup) summed over every heap and TOAST relation of the database, "
         "with per-table series or not.",
-        view.dead_tuples,
-        labels,
+        labels=["database"],
     )
+    for counts in every:
+        dead.add_metric([counts.database], counts.dead_tuples)
+    yield dead
     past = GaugeMetricFamily(
         "vacuumlab_database_relations_past_threshold",
         "Relations of the database past autovacuum's vacuum, insert or analyze threshold, "
@@ -172,13 +205,14 @@ def _database(view: LiveView) -> Iterator[Metric]:
         "them, autovacuum_enabled off); one past two thresholds counts under both.",
         labels=["database", "threshold"],
     )
-    counts = view.past_threshold
-    for threshold, count in (
-        ("vacuum", counts.vacuum),
-        ("insert", counts.insert),
-        ("analyze", counts.analyze),
-    ):
-        past.add_metric([view.database, threshold], count)
+    for counts in every:
+        found = counts.past_threshold
+        for threshold, count in (
+            ("vacuum", found.vacuum),
+            ("insert", found.insert),
+            ("analyze", found.analyze),
+        ):
+            past.add_metric([counts.database, threshold], count)
     yield past
 
 
@@ -203,11 +237,12 @@ def _workers(view: LiveView) -> Iterator[Metric]:
 
 
 def _horizon(view: LiveView) -> Iterator[Metric]:
-    """The oldest holder of this database's horizon, per kind of holder (a bounded set)."""
+    """The oldest holder of the databases' horizon, per kind of holder (a bounded set)."""
     ages = GaugeMetricFamily(
         "vacuumlab_horizon_xid_age",
-        "Age in transactions of the oldest horizon holder of each kind that holds this "
-        "database's tables back: dead tuples newer than it cannot be removed.",
+        "Age in transactions of the oldest horizon holder of each kind that holds the tables "
+        "of the database read (any database read, with --all-databases) back: dead tuples "
+        "newer than it cannot be removed.",
         labels=["kind"],
     )
     seconds = GaugeMetricFamily(
@@ -233,12 +268,6 @@ WRAPAROUND: tuple[tuple[str, str, Callable[[Wraparound], float | None]], ...] = 
         lambda w: w.age,
     ),
     (
-        "table_age",
-        "The oldest relfrozenxid (xid) or relminmxid (mxid) age among this database's heap "
-        "and TOAST relations, with per-table series or not.",
-        lambda w: w.table_age,
-    ),
-    (
         "forcing_age",
         "The age past which autovacuum forces anti-wraparound vacuums: "
         "autovacuum_freeze_max_age or autovacuum_multixact_freeze_max_age.",
@@ -254,6 +283,17 @@ WRAPAROUND: tuple[tuple[str, str, Callable[[Wraparound], float | None]], ...] = 
 
 
 def _wraparound(view: LiveView) -> Iterator[Metric]:
+    oldest = GaugeMetricFamily(
+        "vacuumlab_wraparound_table_age",
+        "The oldest relfrozenxid (xid) or relminmxid (mxid) age among the database's heap "
+        "and TOAST relations, with per-table series or not.",
+        labels=["database", "counter"],
+    )
+    for counts in view.by_database():
+        for w in counts.wraparound:
+            if w.table_age is not None:
+                oldest.add_metric([counts.database, w.counter], w.table_age)
+    yield oldest
     for suffix, documentation, value in WRAPAROUND:
         family = GaugeMetricFamily(
             f"vacuumlab_wraparound_{suffix}", documentation, labels=["counter"]

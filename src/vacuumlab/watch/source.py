@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Final
+from typing import Final, Protocol
 
 import psycopg
 
@@ -35,6 +35,19 @@ TIMEOUTS = Timeouts()
 SIZES: Final[Sizes] = "estimated"
 
 
+class Refreshes(Protocol):
+    """What the live view and the exporter refresh from: one database's :class:`Source`, or
+    every database's (watch/all_databases.py)."""
+
+    dsn: str
+
+    def open(self) -> Session: ...
+
+    def refresh(self) -> Refresh: ...
+
+    def close(self) -> None: ...
+
+
 class Source:
     """Refreshes of one server. Not thread-safe: one caller at a time."""
 
@@ -46,6 +59,7 @@ class Source:
         horizon_s: float = HORIZON_S,
         pick: Pick | None = None,
         application_name: str = APPLICATION_NAME,
+        named: bool = False,
     ) -> None:
         self.dsn = dsn
         self.timeouts = timeouts
@@ -56,6 +70,10 @@ class Source:
         self.previous: Snapshot | None = None
         self.durations: dict[int, float] = {}
         self.kept = Kept()
+        #: Rows name their database (a view of several: watch/all_databases.py).
+        self.named = named
+        #: The last refresh failed because its connection was lost.
+        self.lost = False
 
     def open(self) -> Session:
         """The session, opened now if there is none (a VacuumlabError says why it cannot)."""
@@ -74,8 +92,10 @@ class Source:
                 counted = session.statements
                 snapshot = self.take(session)
             except (VacuumlabError, psycopg.Error) as exc:
+                self.lost = self.session is not None and self.session.conn.broken
                 self.close()
                 return Refresh(None, first_line(exc), time.perf_counter() - start, 0)
+            self.lost = False
             statements = session.statements - counted
             view = self.build(snapshot)
         return Refresh(view, None, time.perf_counter() - start, statements, snapshot)
@@ -92,6 +112,7 @@ class Source:
             durations=self.durations,
             horizon_s=self.horizon_s,
             pick=self.pick,
+            named=self.named,
         )
         self.previous = snapshot
         # Kept for every relation still there, picked or not: a table may leave the rows

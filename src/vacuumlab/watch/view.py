@@ -108,9 +108,11 @@ def live_view(
     durations: Mapping[int, float] | None = None,
     horizon_s: float = HORIZON_S,
     pick: Pick | None = None,
+    named: bool = False,
 ) -> LiveView:
     """The refresh of ``current``; ``previous`` gives rates and predicted starts, and
-    ``durations`` the last vacuum lengths seen by earlier refreshes (oid → seconds)."""
+    ``durations`` the last vacuum lengths seen by earlier refreshes (oid → seconds).
+    ``named``: each row names its database (for a view of several: watch/merged.py)."""
     now = prepare(previous, current)
     shared = cluster.sharing(current)
     found = survey(now, horizon_s, pick or Pick())
@@ -125,7 +127,14 @@ def live_view(
         interval_s=now.seconds,
         horizon_s=horizon_s,
         vacuums=[running_vacuum(now, v, shared, found.owners) for v in current.vacuums],
-        tables=tables(now, found, durations or {}, horizon_s, pick or Pick()),
+        tables=tables(
+            now,
+            found,
+            durations or {},
+            horizon_s,
+            pick or Pick(),
+            database=current.server.database if named else None,
+        ),
         relations=len(now.standings),
         due=found.due,
         dead_tuples=found.dead,
@@ -262,10 +271,17 @@ def running_vacuum(
 
 
 def tables(
-    now: Now, found: Survey, durations: Mapping[int, float], horizon_s: float, pick: Pick
+    now: Now,
+    found: Survey,
+    durations: Mapping[int, float],
+    horizon_s: float,
+    pick: Pick,
+    *,
+    database: str | None = None,
 ) -> list[TableLive]:
     """The relations ``pick`` wants, in the order autovacuum would take them (queue_key); rows
-    and the model's records are built for the first ``pick.limit`` only."""
+    and the model's records are built for the first ``pick.limit`` only, each naming
+    ``database`` when given."""
     starts = predicted_starts(now, found.moving, horizon_s)
     running = now.running
     keyed = [
@@ -302,9 +318,10 @@ def tables(
             else None
         )
         last = time_left.last_duration(rel, before, seen.get(oid)) or durations.get(oid)
-        rows.append(
-            _row(table, now.thresholds(standing), rate, oid in running, starts.get(oid), last)
-        )
+        row = _row(table, now.thresholds(standing), rate, oid in running, starts.get(oid), last)
+        if database is not None:
+            row["database"] = database
+        rows.append(row)
     # All rows validated in one call, as the snapshot's are (pg/connect.py): at 20,000 rows
     # (the terminal view's) about 0.01 s less than one call each.
     return _ROWS.validate_python(rows)
