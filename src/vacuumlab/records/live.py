@@ -177,6 +177,11 @@ class LiveView(Record):
         description="in the order autovacuum would take them; those picked (schemas, a limit)",
     )
     relations: int = Field(default=0, description="heap and TOAST relations in the database")
+    quiet: int = Field(
+        default=0,
+        description="of them, without a row: nothing counted toward a threshold, no options, "
+        "no rates, ages far from their freeze limits (watch/quiet.py)",
+    )
     due: int = Field(default=0, description="of them, past a threshold with no worker on them")
     dead_tuples: int = Field(default=0, description="n_dead_tup summed over all of them")
     past_threshold: PastThreshold = Field(

@@ -319,8 +319,7 @@ class VacuumProgress(Record):
 
     @property
     def dead_items_share(self) -> float | None:
-        """How full the dead-items memory is (1.0: full, an index pass is due): bytes from 17,
-        tuples before."""
+        """How full the dead-items memory is (1.0: an index pass is due): bytes (17+), tuples."""
         if self.max_dead_tuple_bytes:
             return (self.dead_tuple_bytes or 0) / self.max_dead_tuple_bytes
         if self.max_dead_tuples:
@@ -438,6 +437,7 @@ class Snapshot(Record):
         description="estimated: the relations' bytes are pg_class.relpages × block size "
         "(as of their last vacuum or analyze), not their files' sizes; the live view's",
     )
+    quiet: int = Field(default=0, description="relations a live view left out as quiet")
     notes: list[ProbeNote] = []
 
     def setting(self, name: str) -> Setting | None:

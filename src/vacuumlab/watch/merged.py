@@ -62,6 +62,7 @@ def merged(
         vacuums=vacuums(views, first),
         tables=ranked(views, limit),
         relations=sum(v.relations for v in views),
+        quiet=sum(v.quiet for v in views),
         due=sum(v.due for v in views),
         dead_tuples=sum(v.dead_tuples for v in views),
         past_threshold=PastThreshold(

@@ -21,12 +21,14 @@ from typing import Final, Protocol
 
 import psycopg
 
-from vacuumlab.collect.snapshot import Kept, Sizes, collect
+from vacuumlab.collect.snapshot import Kept, QuietFilter, Sizes, collect
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.memory import collector_paused
+from vacuumlab.model import thresholds as th
 from vacuumlab.pg.connect import Session, Timeouts, connect, first_line
 from vacuumlab.records.live import LiveView, Refresh
 from vacuumlab.records.snapshot import Snapshot
+from vacuumlab.watch.quiet import QUIET_FROM, WINDOW_MARGIN_S, xid_rate
 from vacuumlab.watch.view import HORIZON_S, Pick, live_view, relations_of
 
 APPLICATION_NAME = "vacuumlab-watch"
@@ -70,6 +72,11 @@ class Source:
         self.previous: Snapshot | None = None
         self.durations: dict[int, float] = {}
         self.kept = Kept()
+        #: For the quiet tables' filter: when the last collect began, the view's relations
+        #: and the transaction ids its horizon consumes at the last rate.
+        self.started: float | None = None
+        self.relations = 0
+        self.reach = 0.0
         #: Rows name their database (a view of several: watch/all_databases.py).
         self.named = named
         #: The last refresh failed because its connection was lost.
@@ -101,8 +108,28 @@ class Source:
         return Refresh(view, None, time.perf_counter() - start, statements, snapshot)
 
     def take(self, session: Session) -> Snapshot:
-        """A snapshot for the view: sizes estimated, unchanged relations kept."""
-        return collect(session, sizes=SIZES, kept=self.kept, halves=False)
+        """A snapshot for the view: sizes estimated, unchanged relations kept; in a large
+        database, the quiet tables left to the server to count (watch/quiet.py)."""
+        started, self.started = self.started, time.monotonic()
+        return collect(
+            session, sizes=SIZES, kept=self.kept, halves=False, quiet=self.quiet(started)
+        )
+
+    def quiet(self, started: float | None) -> QuietFilter | None:
+        """The server's filter of the quiet tables, once the previous view counted more than
+        QUIET_FROM tables' relations: ages under their freeze limits by what the horizon
+        consumes (twice the last rate, for a burst), and no vacuum or analyze since the
+        previous snapshot began, with a margin."""
+        last = self.previous
+        if last is None or started is None or self.relations <= 2 * QUIET_FROM:
+            return None
+        server = th.server_settings(last)
+        limits = th.effective(server, {}, version_num=last.server.version_num).freeze
+        return QuietFilter(
+            xid_age=max(limits.xid - 2 * self.reach, 0.0),
+            mxid_age=limits.mxid,
+            window_s=time.monotonic() - started + WINDOW_MARGIN_S,
+        )
 
     def build(self, snapshot: Snapshot) -> LiveView:
         """The view of ``snapshot`` after the previous one; then it becomes the previous one."""
@@ -114,6 +141,9 @@ class Source:
             pick=self.pick,
             named=self.named,
         )
+        if self.previous is not None and view.interval_s:
+            self.reach = xid_rate(self.previous, snapshot, view.interval_s) * self.horizon_s
+        self.relations = view.relations
         self.previous = snapshot
         # Kept for every relation still there, picked or not: a table may leave the rows
         # (--max-tables) and come back.

@@ -33,6 +33,7 @@ from vacuumlab.model.simulator import first_starts
 from vacuumlab.records.live import LiveView, PastThreshold, RunningVacuum, TableLive
 from vacuumlab.records.snapshot import Relation, Snapshot, Table, VacuumProgress
 from vacuumlab.watch import cluster
+from vacuumlab.watch.quiet import QUIET_FROM, Quiet, older, split, xid_rate
 
 #: How far ahead the simulator looks for each relation's next vacuum.
 HORIZON_S: Final = 3600.0
@@ -60,13 +61,21 @@ class Now:
     previous: Snapshot | None
     current: Snapshot
     server: dict[str, str]
-    standings: list[th.Standing]  # every relation, in order (th.standings())
+    standings: list[th.Standing]  # every relation ranked, in order (th.standings())
     running: set[int]  # the relations of this database being vacuumed
     seconds: float | None  # since the previous snapshot
+    quiet: Quiet  # the relations counted, not ranked (watch/quiet.py)
 
     @property
     def version(self) -> int:
         return self.current.server.version_num
+
+    def standing_of(self, table: Table) -> list[th.Standing]:
+        return th.standings([table], self.server, self.version, in_recovery=self.in_recovery)
+
+    @property
+    def in_recovery(self) -> bool:
+        return self.current.server.in_recovery
 
     def earlier(self) -> Mapping[int, Relation]:
         if self.previous is None or self.seconds is None:
@@ -113,12 +122,14 @@ def live_view(
     """The refresh of ``current``; ``previous`` gives rates and predicted starts, and
     ``durations`` the last vacuum lengths seen by earlier refreshes (oid → seconds).
     ``named``: each row names its database (for a view of several: watch/merged.py)."""
-    now = prepare(previous, current)
+    now = prepare(previous, current, horizon_s)
     shared = cluster.sharing(current)
     found = survey(now, horizon_s, pick or Pick())
     oldest: dict[cluster.Counter, cluster.Oldest | None] = {
-        "xid": _oldest(found.oldest_xid),
-        "mxid": _oldest(found.oldest_mxid),
+        "xid": _oldest(older(now.standing_of, found.oldest_xid, now.quiet.oldest_xid, xid=True)),
+        "mxid": _oldest(
+            older(now.standing_of, found.oldest_mxid, now.quiet.oldest_mxid, xid=False)
+        ),
     }
     return LiveView(
         taken_at=current.taken_at,
@@ -135,7 +146,8 @@ def live_view(
             pick or Pick(),
             database=current.server.database if named else None,
         ),
-        relations=len(now.standings),
+        relations=len(now.standings) + now.quiet.count + current.quiet,
+        quiet=now.quiet.count + current.quiet,
         due=found.due,
         dead_tuples=found.dead,
         past_threshold=found.past,
@@ -146,24 +158,30 @@ def live_view(
     )
 
 
-def prepare(previous: Snapshot | None, current: Snapshot) -> Now:
+def prepare(previous: Snapshot | None, current: Snapshot, horizon_s: float = HORIZON_S) -> Now:
     server = th.server_settings(current)
     seconds = None
     if previous is not None:
         seconds = (current.taken_at - previous.taken_at).total_seconds()
+    if not seconds or seconds <= 0:
+        previous, seconds = None, None
     here = current.server.database
+    running = {v.relid for v in current.vacuums if v.database == here}
+    version = current.server.version_num
+    limits = th.effective(server, {}, version_num=version).freeze
+    reach = xid_rate(previous, current, seconds) * horizon_s
+    ranked, quiet = current.tables, Quiet()
+    if len(ranked) > QUIET_FROM:
+        earlier = relations_of(previous) if previous is not None else {}
+        ranked, quiet = split(ranked, earlier, limits, reach, running)
     return Now(
-        previous=previous if seconds and seconds > 0 else None,
+        previous=previous,
         current=current,
         server=server,
-        standings=th.standings(
-            current.tables,
-            server,
-            current.server.version_num,
-            in_recovery=current.server.in_recovery,
-        ),
-        running={v.relid for v in current.vacuums if v.database == here},
-        seconds=seconds if seconds and seconds > 0 else None,
+        standings=th.standings(ranked, server, version, in_recovery=current.server.in_recovery),
+        running=running,
+        seconds=seconds,
+        quiet=quiet,
     )
 
 
@@ -385,7 +403,7 @@ def _row(
 def predicted_starts(now: Now, moving: set[int], horizon_s: float) -> dict[int, float]:
     """Seconds from the current snapshot to the first simulated vacuum of each relation of
     the tables whose heaps are in ``moving``, by oid; empty without a previous snapshot."""
-    if now.previous is None or now.seconds is None:
+    if now.previous is None or now.seconds is None or not moving:
         return {}
     # The previous snapshot is cut down as well: the simulator's inputs read only the rates
     # of the relations simulated, and its launcher only the snapshots' transaction ids.
@@ -427,10 +445,7 @@ def _gathering(before: Relation, after: Relation, seconds: float, taken_at: date
 
 
 def _xids_per_second(now: Now) -> float:
-    before, after = now.previous, now.current
-    if before is None or before.xids is None or after.xids is None or not now.seconds:
-        return 0.0
-    return max(after.xids.next_xid - before.xids.next_xid, 0) / now.seconds
+    return xid_rate(now.previous, now.current, now.seconds)
 
 
 def _oldest(standing: th.Standing | None) -> cluster.Oldest | None:

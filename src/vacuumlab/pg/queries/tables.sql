@@ -47,6 +47,8 @@ WITH locked AS (
        AND n.nspname !~ '^pg_toast'
        -- Part ``part`` of ``parts`` (0 of 1: all), each table with its TOAST relation.
        AND mod(hashoid(c.oid)::bigint + 2147483648, %(parts)s) = %(part)s
+       -- With quiet (a live view of a large database): fragments/quiet.sql, else nothing.
+       {quiet}
 ), listed AS (
     -- Each branch takes every column from its own scan, so that no join later reorders the
     -- rows: the TOAST relations (the first branch) come first.
