@@ -9,6 +9,7 @@ import pytest
 from helpers.advise import autovacuum, changed, relation, snapshot, toast_of
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Snapshot, Table, XidState
+from vacuumlab.tui.rows import Query, queue_title
 from vacuumlab.watch import quiet, view
 from vacuumlab.watch.view import Pick, live_view
 
@@ -92,3 +93,13 @@ def test_a_relation_near_its_freeze_limit_within_the_horizon_is_ranked(
     assert rate * view.HORIZON_S > limit
     assert counted.quiet == 0  # every age reaches the limit within the horizon
     assert quiet.QUIET_FROM == 10_000
+
+
+def test_the_terminal_says_how_many_relations_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, counted = _both(Pick(), monkeypatch)
+    title = queue_title(len(counted.tables), len(counted.tables), counted, Query())
+    assert (
+        title == "Queue: 7 relations; 600 quiet, not listed (nothing moves them toward autovacuum)"
+    )
+    whole = live_view(*_pair())
+    assert "quiet" not in queue_title(len(whole.tables), len(whole.tables), whole, Query())

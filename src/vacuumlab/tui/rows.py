@@ -330,6 +330,8 @@ def queue_title(shown: int, matched: int, view: LiveView, query: Query) -> str:
         title += f" match {query.text!r} (of {len(view.tables):,})"
     if shown < matched:
         title += f", the first {shown:,} shown"
+    if view.quiet:
+        title += f"; {view.quiet:,} quiet, not listed (nothing moves them toward autovacuum)"
     return title
 
 
