@@ -10,6 +10,7 @@ is this process's CPU time over the refresh. The goal (issue 11): under 0.5 s of
 client time together at 10,000 tables.
 
     .venv/bin/python bench/watch_refresh.py [--tables 1000 10000] [--repeat 5]
+    .venv/bin/python bench/watch_refresh.py --dsn postgresql://.../t100k   # 100,000 tables
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from vacuumlab.watch.source import Source
 from vacuumlab.watch.view import Pick
 
 GOAL_S = 0.5
+#: From 100,000 tables (issue 27): a refresh's server and client time under 3 s.
+FLEET_GOAL_S, FLEET_FROM = 3.0, 100_000
 #: --keep-gc measures without the collector paused, to show what pausing it saves.
 PAUSE_GC = True
 ACTIVE_SHARE = 0.02
@@ -96,8 +99,7 @@ def server_seconds(dsn: str) -> float:
 
 
 def refresh(source: Source, dsn: str) -> Figures:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("SELECT pg_stat_statements_reset()")
+    before = server_seconds(dsn)
     session = source.open()
     counted = session.statements
     cpu, start = time.process_time(), time.perf_counter()
@@ -115,7 +117,7 @@ def refresh(source: Source, dsn: str) -> Figures:
         view=built - taken,
         metrics=done - built,
         client_cpu=time.process_time() - cpu,
-        server=server_seconds(dsn),
+        server=server_seconds(dsn) - before,
         statements=session.statements - counted,
         relations=view.relations,
         queued=sum(1 for t in view.tables if t.predicted_start_s is not None),
@@ -161,10 +163,11 @@ def report(rows: list[tuple[int, Figures]]) -> None:
         )
     for count, f in rows:
         total = f.server + f.client_cpu
-        verdict = "met" if total <= GOAL_S else f"{total / GOAL_S:.1f}x the goal"
+        goal = FLEET_GOAL_S if count >= FLEET_FROM else GOAL_S
+        verdict = "met" if total <= goal else f"{total / goal:.1f}x the goal"
         print(
             f"refresh {count:,} tables: server {f.server:.3f} s + client {f.client_cpu:.3f} s "
-            f"= {total:.2f} s (goal {GOAL_S:g} s: {verdict})"
+            f"= {total:.2f} s (goal {goal:g} s: {verdict})"
         )
 
 
@@ -173,10 +176,23 @@ def main() -> None:
     parser.add_argument("--tables", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--keep-gc", action="store_true", help="do not pause the collector")
+    parser.add_argument(
+        "--dsn",
+        help="a database made as bench/snapshot_scale.py makes them (tables t1, t2 ...), with "
+        "pg_stat_statements, instead of new ones: its tables are written to",
+    )
     args = parser.parse_args()
     global PAUSE_GC
     PAUSE_GC = not args.keep_gc
     rows = []
+    if args.dsn:
+        with psycopg.connect(args.dsn) as conn:
+            found = conn.execute(
+                "SELECT count(*) FROM pg_class WHERE relkind = 'r' AND relname ~ '^t[0-9]+$'"
+            ).fetchone()
+        count = int(found[0]) if found else 0
+        report([(count, measure(args.dsn, count, args.repeat))])
+        return
     with (
         tempfile.TemporaryDirectory(prefix="vacuumlab-bench-") as tmp,
         Sandbox.start(Path(tmp) / "sandbox") as sandbox,
