@@ -202,3 +202,22 @@ def test_a_table_that_moved_over_the_interval_is_kept() -> None:
     assert [f.model_dump() for f in fast.findings] == [f.model_dump() for f in whole.findings]
     assert any(f.relation == "public.moved" for f in fast.findings)
     assert context(*given).idle == 2
+
+
+def test_quiet_partitions_stay_listed_under_their_partitioned_table() -> None:
+    """A partition has its row, quiet or not: the partitioned table's rows group them all."""
+    raw = json.loads(gzip.decompress(PAIR.read_bytes()))
+    later = _one_reason_each(raw)
+    idle_oid = later["tables"][0]["heap"]["oid"]
+    later["partitioned"] = [
+        {
+            "oid": 990_000, "schema_name": "public", "name": "parent", "reltuples": -1.0,
+            "last_analyze": None, "analyze_count": 0, "parent": None, "leaves": [idle_oid],
+        }
+    ]  # fmt: skip
+    advice = advise(parse_snapshot(later, "partitioned"))
+    rows = {t.relation: t for t in advice.tables}
+    assert rows["public.idle"].partition_of == "public.parent"
+    assert "public.idle (TOAST)" in rows
+    whole = advise(parse_snapshot(later, "partitioned"), every=True)
+    assert advice.quiet == len(whole.tables) - len(advice.tables)

@@ -24,7 +24,8 @@ _PROGRESS = itemgetter("vacuum_progress")
 def table_statuses(ctx: Context, *, every: bool = False) -> tuple[list[TableStatus], int]:
     """The advice's status table, most progress to its next vacuum first, and the number of
     relations left out: the quiet ones (:func:`vacuumlab.advise.estimate.quiet`), unless
-    ``every`` lists them too."""
+    ``every`` lists them too. A partition is listed quiet or not: its partitioned table's
+    rows group them all."""
     rates = ctx.memo["table_rates"] = table_rates(ctx, every=every)
     still = cast(set[int], ctx.memo["quiet"])
     names = ctx.names
@@ -34,8 +35,12 @@ def table_statuses(ctx: Context, *, every: bool = False) -> tuple[list[TableStat
     # Relations sharing options share one Effective, and so one sorted list of overrides.
     overridden: dict[int, list[str]] = {}
     rows = []
+    left_out = 0
     for t in ctx.thresholds:
-        if t.relation.oid in still:
+        if t.relation.oid in still and not (
+            roots and roots.get(owners[oid].oid if (oid := t.relation.oid) in owners else oid)
+        ):
+            left_out += 1
             continue
         effective = t.effective
         overrides = overridden.get(id(effective))
@@ -71,4 +76,4 @@ def table_statuses(ctx: Context, *, every: bool = False) -> tuple[list[TableStat
     # Most progress first, ordered before validation with a key read in C; a stable sort in
     # reverse keeps equal rows in their order, as sorting on the negated progress did.
     rows.sort(key=_PROGRESS, reverse=True)
-    return one_fields_set(_STATUSES.validate_python(rows)), len(still) + ctx.idle
+    return one_fields_set(_STATUSES.validate_python(rows)), left_out + ctx.idle
