@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from helpers.advise import changed, relation, snapshot
+from helpers.subjects import launcher, subject
 from vacuumlab.errors import VacuumlabError
 from vacuumlab.model import whatif
 from vacuumlab.model.cost import clean_after
@@ -19,7 +20,6 @@ from vacuumlab.model.simulator import (
     FLUSHED_AFTER_S,
     Launcher,
     Span,
-    Subject,
     dead_after_vacuum,
     first_starts,
     simulate,
@@ -50,47 +50,6 @@ def work(read: float, pages: float, touched: float, clean: float, index: float =
     changed = min(pages * (1 - math.exp(-touched / pages)), read)
     image = changed * clean_after(clean, touched, changed)
     return 0.002 + read * 3e-6 + changed * 4e-6 + image * 1.5e-5 + index * 2e-5
-
-
-def subject(order: int, **fields: object) -> Subject:
-    """A 1,000-row table with 10 pages: threshold 50 + 0.2 × 1,000 = 250 dead tuples."""
-    values: dict[str, object] = {
-        "label": f"public.t{order}",
-        "is_toast": False,
-        "order": order,
-        "enabled": True,
-        "vacuum_base": 50.0,
-        "vacuum_scale": 0.2,
-        "vacuum_cap": None,
-        "insert_base": None,
-        "insert_scale": 0.2,
-        "unfrozen": 1.0,
-        "reltuples": 1000.0,
-        "live_per_second": 0.0,
-        "dead": 0.0,
-        "dead_per_second": 0.0,
-        "inserted": 0.0,
-        "inserts_per_second": 0.0,
-        "xid_age": 1000.0,
-        "xid_limit": 200_000_000.0,
-        "aggressive_age": 150_000_000.0,
-        "freeze_min_age": 50_000_000.0,
-        "failsafe_age": 1_600_000_000.0,
-        "pages": 10.0,
-        "index_pages": 0.0,
-        "n_indexes": 0,
-        "page_hit": 1.0,
-        "page_dirty": 20.0,
-    }
-    values.update(fields)
-    values.setdefault("all_visible", 0.0)  # no page all-visible: the first vacuum reads all
-    return Subject(**values)  # type: ignore[arg-type]
-
-
-def launcher(**fields: object) -> Launcher:
-    values: dict[str, object] = {"naptime_s": 60.0, "workers": 3, "first_launch_s": 0.0}
-    values.update(fields)
-    return Launcher(**values)  # type: ignore[arg-type]
 
 
 def test_a_queue_is_vacuumed_once_per_naptime_when_it_passes_its_threshold_faster() -> None:

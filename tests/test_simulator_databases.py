@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.subjects import launcher, subject
 from vacuumlab.model.simulator import (
     Cluster,
     ClusterDatabase,
@@ -22,41 +23,6 @@ from vacuumlab.model.simulator.cluster import spacing
 COST_10 = 20 + 10 * 20 * 2 / 31
 
 
-def subject(order: int, name: str = "t", **fields: object) -> Subject:
-    """A 1,000-row table of 10 pages: threshold 50 + 0.2 × 1,000 = 250 dead tuples."""
-    values: dict[str, object] = {
-        "label": f"public.{name}{order}",
-        "is_toast": False,
-        "order": order,
-        "enabled": True,
-        "vacuum_base": 50.0,
-        "vacuum_scale": 0.2,
-        "vacuum_cap": None,
-        "insert_base": None,
-        "insert_scale": 0.2,
-        "unfrozen": 1.0,
-        "reltuples": 1000.0,
-        "live_per_second": 0.0,
-        "dead": 0.0,
-        "dead_per_second": 0.0,
-        "inserted": 0.0,
-        "inserts_per_second": 0.0,
-        "xid_age": 1000.0,
-        "xid_limit": 200_000_000.0,
-        "aggressive_age": 150_000_000.0,
-        "freeze_min_age": 50_000_000.0,
-        "failsafe_age": 1_600_000_000.0,
-        "pages": 10.0,
-        "all_visible": 0.0,
-        "index_pages": 0.0,
-        "n_indexes": 0,
-        "page_hit": 1.0,
-        "page_dirty": 20.0,
-    }
-    values.update(fields)
-    return Subject(**values)  # type: ignore[arg-type]
-
-
 def slow(order: int, seconds: float, name: str = "t") -> Subject:
     """Due now (300 dead tuples), its vacuum sleeping ``seconds`` on a cost limit of its own."""
     return subject(order, name, dead=300.0, own_limit=1.0, own_delay_ms=1000 * seconds / COST_10)
@@ -65,12 +31,6 @@ def slow(order: int, seconds: float, name: str = "t") -> Subject:
 def queue(order: int, name: str = "q") -> Subject:
     """Due now and again within a second of each vacuum: every visit finds it."""
     return subject(order, name, dead=300.0, dead_per_second=1000.0)
-
-
-def launcher(**fields: object) -> Launcher:
-    values: dict[str, object] = {"naptime_s": 60.0, "workers": 3, "first_launch_s": 0.0}
-    values.update(fields)
-    return Launcher(**values)  # type: ignore[arg-type]
 
 
 def visits(out: Cluster, count: int) -> list[tuple[float, str]]:

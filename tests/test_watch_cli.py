@@ -13,7 +13,7 @@ import pytest
 
 from helpers.cli import assert_one_line_error, run_cli
 from helpers.db import execute
-from helpers.terminal import slow_vacuum, watching
+from helpers.terminal import queue_rows, slow_vacuum, watching
 from vacuumlab.pg.sandbox import Sandbox
 
 WIDTH, HEIGHT = 200, 50
@@ -24,19 +24,6 @@ BLOCKS = re.compile(r"public\.big\s+VACUUM\s+\S+ heap\s.*?\s([\d,]+) / ([\d,]+)\
 
 def status(screen: str) -> str:
     return screen.splitlines()[0]
-
-
-def queue_rows(screen: str) -> list[str]:
-    """The relations the queue panel lists, top to bottom."""
-    lines = screen.splitlines()
-    heads = [i for i, line in enumerate(lines) if "─ Queue" in line]
-    found: list[str] = []
-    for line in lines[heads[0] + 2 :] if heads else []:
-        cells = line.strip("│ ").split()
-        if not cells or line.startswith("╰"):
-            break
-        found.append(cells[0])
-    return found
 
 
 def test_the_screen_shows_a_slow_vacuum_rising_and_the_keys_change_the_view(

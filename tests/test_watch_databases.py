@@ -12,7 +12,7 @@ import pytest
 from helpers.advise import autovacuum, relation, server, snapshot
 from helpers.cli import assert_one_line_error, run_cli
 from helpers.databases import BUSY_DEAD, Databases, three_databases
-from helpers.terminal import watching
+from helpers.terminal import queue_rows, watching
 from vacuumlab.pg.sandbox import Sandbox
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Snapshot, Table
@@ -162,19 +162,6 @@ def test_one_database_is_watched_as_before(databases: Databases) -> None:
 def test_record_is_refused_with_all_databases(databases: Databases) -> None:
     result = run_cli("watch", databases.dsn(databases.quiet), "--all-databases", "--record")
     assert_one_line_error(result, "--record keeps one database's refreshes")
-
-
-def queue_rows(screen: str) -> list[str]:
-    """The first cell of each row of the queue panel, top to bottom."""
-    lines = screen.splitlines()
-    heads = [i for i, line in enumerate(lines) if "─ Queue" in line]
-    found: list[str] = []
-    for line in lines[heads[0] + 2 :] if heads else []:
-        cells = line.strip("│ ").split()
-        if not cells or line.startswith("╰"):
-            break
-        found.append(cells[0])
-    return found
 
 
 def test_the_screen_ranks_every_database_and_notes_the_refused_one(databases: Databases) -> None:

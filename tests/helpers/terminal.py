@@ -102,3 +102,16 @@ def slow_vacuum(dsn: str) -> Iterator[int]:
         execute(dsn, f"SELECT pg_cancel_backend({pid})")
         thread.join(30)
         conn.close()
+
+
+def queue_rows(screen: str) -> list[str]:
+    """The first cell of each row of the queue panel, top to bottom."""
+    lines = screen.splitlines()
+    heads = [i for i, line in enumerate(lines) if "─ Queue" in line]
+    found: list[str] = []
+    for line in lines[heads[0] + 2 :] if heads else []:
+        cells = line.strip("│ ").split()
+        if not cells or line.startswith("╰"):
+            break
+        found.append(cells[0])
+    return found

@@ -187,14 +187,7 @@ class _ClusterLoop(_Loop):
     def start_worker(self, d: int, at: float) -> bool:
         """A worker in database ``d`` lists its relations that need a vacuum now and takes
         the first; False if it finds none and exits at once, holding no slot."""
-        self.note_passed(at)
-        kept = []
-        for r in self.due:
-            if r.due_at is None:
-                r.listed = False
-            else:
-                kept.append(r)
-        self.due = kept
+        kept = self.listed_now(at)
         db_of = self.db_of
         todo = [r for r in kept if not r.running and db_of[r.index] == d]
         if not todo:

@@ -203,14 +203,7 @@ class _Loop:
             self.pending_launch = True  # the next worker to exit wakes the launcher
             return
         self.launches += 1
-        self.note_passed(at)
-        kept = []
-        for r in self.due:
-            if r.due_at is None:
-                r.listed = False
-            else:
-                kept.append(r)
-        self.due = kept
+        kept = self.listed_now(at)
         todo = [r for r in kept if not r.running]
         if todo:  # else the worker finds nothing to do and exits at once
             worker = _Worker(free.pop(), todo)
@@ -222,6 +215,19 @@ class _Loop:
         # buckets keep the width of the first interval: they only index the crossings.
         step = self.wake if at >= self.danger_at else self.every
         heappush(self.events, (at + step, self.seq, None))
+
+    def listed_now(self, at: float) -> list[_Rel]:
+        """The relations a worker starting at ``at`` lists: those due now, the others taken
+        off the list of the due."""
+        self.note_passed(at)
+        kept = []
+        for r in self.due:
+            if r.due_at is None:
+                r.listed = False
+            else:
+                kept.append(r)
+        self.due = kept
+        return kept
 
     def note_passed(self, at: float) -> None:
         """Mark due what passed a threshold before this moment, in earlier buckets and this
