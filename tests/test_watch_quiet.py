@@ -9,6 +9,7 @@ import pytest
 from helpers.advise import autovacuum, changed, relation, snapshot, toast_of
 from vacuumlab.records.live import LiveView
 from vacuumlab.records.snapshot import Snapshot, Table, XidState
+from vacuumlab.records.watch_spec import view_metrics
 from vacuumlab.tui.rows import Query, queue_title
 from vacuumlab.watch import quiet, view
 from vacuumlab.watch.view import Pick, live_view
@@ -102,3 +103,12 @@ def test_the_terminal_says_how_many_relations_are_quiet(monkeypatch: pytest.Monk
         title == "Queue: 7 relations; 600 quiet, not listed (nothing moves them toward autovacuum)"
     )
     assert "quiet" not in queue_title(len(whole.tables), len(whole.tables), whole, Query())
+
+
+def test_a_recorded_refresh_counts_every_relation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """watch --record keeps the view's counts, not the rows': quiet relations have none."""
+    whole, counted = _both(Pick(), monkeypatch)
+    for v in (whole, counted):
+        recorded = view_metrics(v, seconds=1.0, statements=15)
+        assert (recorded["relations"], recorded["due"]) == (whole.relations, whole.due)
+    assert counted.relations == 7 + 600

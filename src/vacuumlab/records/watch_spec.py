@@ -72,8 +72,8 @@ def view_metrics(
         "error": None,
         "refresh_s": round(seconds, 4),
         "statements": statements,
-        "relations": len(view.tables),
-        "due": sum(1 for t in view.tables if t.due and not t.running),
+        "relations": view.relations,  # every one, those without a row too
+        "due": view.due,
         "vacuums": len(view.vacuums),
         "workers_busy": view.workers.busy,
         "workers_available": view.workers.available,
