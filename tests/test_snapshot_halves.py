@@ -37,7 +37,7 @@ def comparable(snap: Snapshot) -> list[dict[str, object]]:
 def collected(session: Session) -> tuple[Snapshot, int]:
     """A snapshot and the statements it sent."""
     before = session.statements
-    snap = collect(session)
+    snap = collect(session, halves=True)
     return snap, session.statements - before
 
 
@@ -51,7 +51,7 @@ def test_a_small_catalog_is_asked_whole(embedded_database: str) -> None:
     execute(embedded_database, *TABLES)
     with connect(embedded_database) as session:
         assert 0 < session.catalog_bytes < SPLIT_CATALOG_BYTES
-        collect(session)
+        collect(session, halves=True)
         assert session._sibling is None  # never opened
 
 
@@ -98,7 +98,7 @@ def test_two_halves_give_the_tables_asked_whole(
 
 def test_the_sibling_is_opened_as_its_session_was(embedded_database: str, halved: None) -> None:
     with connect(embedded_database) as session:
-        collect(session)
+        collect(session, halves=True)
         sibling = session.sibling()
         assert sibling is not None
         for setting in ("application_name", "lock_timeout", "statement_timeout"):
@@ -164,10 +164,10 @@ def test_kept_relations_across_halves(
     execute(embedded_database, *TABLES)
     kept = Kept()
     with connect(embedded_database) as session:
-        first = collect(session, kept=kept)
+        first = collect(session, kept=kept, halves=True)
         assert len(kept.rows) == 80  # 40 heaps and their TOAST relations
         execute(embedded_database, "INSERT INTO h1 VALUES (1, 'one')")
-        second = collect(session, kept=kept)
+        second = collect(session, kept=kept, halves=True)
         assert len(kept.rows) == 80
         assert session.sibling() is not None
     monkeypatch.setattr(snapshot_module, "SPLIT_CATALOG_BYTES", 1 << 62)  # whole, one session
