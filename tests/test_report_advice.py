@@ -358,6 +358,7 @@ def test_the_quiet_relations_are_counted_under_the_status_table() -> None:
         out = io.StringIO()
         Console(file=out, width=200).print(render_text(a))
         assert counted in out.getvalue()
+        assert ("dead / threshold" in out.getvalue()) == bool(a.tables)  # no empty table
     one = render_markdown(advice(quiet=1))
     assert "Not listed: 1 quiet relation," in one
     assert "Not listed" not in render_markdown(advice(tables=[status("public.t")]))

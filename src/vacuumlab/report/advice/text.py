@@ -78,8 +78,10 @@ def findings_table(heading: str, found: list[Finding]) -> Table:
     return table
 
 
-def _standing(advice: Advice, limit: int) -> Table:
+def _standing(advice: Advice, limit: int) -> RenderableType:
     order = standing_order(advice)
+    if not order and advice.quiet:  # every relation quiet: no empty table, the count alone
+        return Text(f"Where each table stands: {quiet_sentence(advice.quiet)}")
     shown = order[:limit]
     table = Table(
         "relation",
