@@ -363,8 +363,8 @@ def _no_interval() -> Finding:
         title=_NO_INTERVAL,
         detail=(
             "One snapshot has counters but no rates: when each table passes its threshold "
-            "needs two snapshots some time apart. The table status still shows each "
-            "relation's estimated vacuum duration."
+            "needs two snapshots some time apart. The status table still shows the "
+            "estimated vacuum duration of each relation it lists."
         ),
     )
 
