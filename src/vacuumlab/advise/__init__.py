@@ -15,6 +15,7 @@ from vacuumlab.advise import idle, partitions, simulated
 from vacuumlab.advise.context import Context
 from vacuumlab.advise.table_status import table_statuses
 from vacuumlab.memory import collector_paused
+from vacuumlab.model import forecast
 from vacuumlab.records.advice import QUESTIONS, Advice, Finding, Recommendation
 from vacuumlab.records.snapshot import ProbeNote, Snapshot
 
@@ -36,6 +37,17 @@ def advise(snapshot: Snapshot, later: Snapshot | None = None, *, every: bool = F
     counts the quiet relations rather than list them, unless ``every``."""
     with collector_paused():
         return _advise(context(snapshot, later, every=every), every=every)
+
+
+def advise_simulated(snapshot: Snapshot, later: Snapshot) -> tuple[Advice, forecast.Inputs | None]:
+    """``advise(snapshot, later)``, and the simulator's inputs it built for the server as it
+    is (None where the snapshots give none): ``advise --all-databases`` simulates every
+    database together from them rather than building each database's again."""
+    with collector_paused():
+        ctx = context(snapshot, later)
+        advice = _advise(ctx)
+        run = simulated.base(ctx)
+        return advice, None if run is None else run.inputs
 
 
 def context(snapshot: Snapshot, later: Snapshot | None = None, *, every: bool = False) -> Context:

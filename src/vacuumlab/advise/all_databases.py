@@ -22,8 +22,9 @@ that database's own workers finding, which simulates it alone, points to it.
 from __future__ import annotations
 
 from vacuumlab import __version__
-from vacuumlab.advise import advise, cluster_workers
+from vacuumlab.advise import advise, advise_simulated, cluster_workers
 from vacuumlab.advise.wraparound import is_cluster
+from vacuumlab.model import forecast
 from vacuumlab.records.advice import Advice, Finding
 from vacuumlab.records.all_databases import AllDatabasesAdvice, AllDatabasesSnapshot
 from vacuumlab.records.snapshot import Snapshot
@@ -38,11 +39,15 @@ def advise_all(
     second = later.by_database() if later is not None else {}
     advised: list[tuple[Snapshot, Advice]] = []
     pairs: dict[str, tuple[Snapshot, Snapshot]] = {}
+    known: dict[str, forecast.Inputs] = {}
     for name in sorted(first.keys() | second.keys()):
         earlier, now = first.get(name), second.get(name)
         if earlier is not None and now is not None:
             pairs[name] = (earlier, now)
-            advised.append((now, advise(earlier, now)))
+            advice, inputs = advise_simulated(earlier, now)
+            advised.append((now, advice))
+            if inputs is not None:
+                known[name] = inputs
         else:
             only = now or earlier
             assert only is not None
@@ -53,7 +58,7 @@ def advise_all(
     server_wide = _server_wide(advised)
     lifted = _everywhere([advice for _, advice in advised])
     databases = [_without(advice, lifted) for _, advice in advised]
-    slots = cluster_workers.findings(pairs, {a.server.database: a for a in databases})
+    slots = cluster_workers.findings(pairs, {a.server.database: a for a in databases}, known)
     pointed = {str(f.evidence["database"]): f for f in slots}
     return AllDatabasesAdvice(
         vacuumlab_version=__version__,

@@ -107,11 +107,18 @@ class Crowded:
         return self.held[holder] / sum(self.held.values())
 
 
-def server(pairs: Mapping[str, Pair]) -> Server | None:
-    """The simulation's inputs for the databases of ``pairs``; None with fewer than two that
+def server(
+    pairs: Mapping[str, Pair], known: Mapping[str, forecast.Inputs] | None = None
+) -> Server | None:
+    """The simulation's inputs for the databases of ``pairs`` (those ``known`` already, as
+    each database's own advice built them, taken as they are); None with fewer than two that
     give rates, where no database competes with another."""
     inputs: dict[str, forecast.Inputs] = {}
     for name, (before, after) in pairs.items():
+        given = (known or {}).get(name)
+        if given is not None:
+            inputs[name] = given
+            continue
         try:
             inputs[name] = forecast.inputs(before, after)
         except VacuumlabError:
@@ -123,10 +130,15 @@ def server(pairs: Mapping[str, Pair]) -> Server | None:
     return Server(pairs, inputs, latest.databases, source, inputs[source].launcher)
 
 
-def findings(pairs: Mapping[str, Pair], advised: Mapping[str, Advice]) -> list[Finding]:
+def findings(
+    pairs: Mapping[str, Pair],
+    advised: Mapping[str, Advice],
+    known: Mapping[str, forecast.Inputs] | None = None,
+) -> list[Finding]:
     """One finding per database whose relations wait for slots other databases hold, the
-    longest waits first; none when the databases do not compete."""
-    srv = server(pairs)
+    longest waits first; none when the databases do not compete. ``known``: the inputs each
+    database's own advice built (:func:`server`)."""
+    srv = server(pairs, known)
     if srv is None:
         return []
     together = srv.run()
